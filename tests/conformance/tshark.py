@@ -1,0 +1,213 @@
+"""Conformance harness: build classic pcaps from encoded bytes and check tshark's decode.
+
+Every conformance test follows the same recipe (ARCHITECTURE.md 4, ../shared/wire/):
+1. encode records with ``openum.wire``;
+2. wrap them in Ethernet/IPv4/UDP or TCP frames built here and write a classic pcap;
+3. decode with tshark and require: no ``_ws.malformed``, no expert item of severity warning or error
+   (except the ones a healthy flow is documented to produce, passed as ``allowed_expert``), no
+   "Errors"/"Warnings" section from the expert tap, and decoded fields equal to what was encoded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEVERITY_WARNING = 0x00600000
+SEVERITY_ERROR = 0x00800000
+
+# Decode-as rules for UM's default ports (ARCHITECTURE.md 4), so heuristics of other protocols
+# (SMPP, WireGuard) never steal a test packet (../shared/wire/lbtrm-lbtru-lbttcp-transports.md 1.5).
+DEFAULT_DECODE_AS: tuple[str, ...] = (
+    "udp.port==14400,lbtrm",
+    "udp.port==14390,lbtrm",
+    "udp.port==14380,lbtru",
+    "tcp.port==14371,lbttcp",
+)
+
+
+def _checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\x00"
+    total = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def _ip(addr: str) -> bytes:
+    return bytes(int(part) for part in addr.split("."))
+
+
+def _mac_for(addr: str) -> bytes:
+    octets = _ip(addr)
+    if 224 <= octets[0] <= 239:  # IPv4 multicast MAC 01:00:5e + low 23 bits
+        return bytes([0x01, 0x00, 0x5E, octets[1] & 0x7F, octets[2], octets[3]])
+    return b"\x02\x00" + octets
+
+
+def ipv4_packet(proto: int, payload: bytes, src: str, dst: str, ident: int = 1) -> bytes:
+    """An IPv4 header (with a correct checksum) followed by ``payload``."""
+    header = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident & 0xFFFF, 0, 64, proto, 0,
+                         _ip(src), _ip(dst))
+    header = header[:10] + struct.pack(">H", _checksum(header)) + header[12:]
+    return header + payload
+
+
+def ethernet(ip_packet: bytes, src: str, dst: str) -> bytes:
+    return _mac_for(dst) + _mac_for(src) + b"\x08\x00" + ip_packet
+
+
+def udp_frame(payload: bytes, *, src: str = "127.0.0.1", dst: str = "127.0.0.1", sport: int,
+              dport: int, ident: int = 1) -> bytes:
+    """An Ethernet/IPv4/UDP frame carrying ``payload`` (UDP checksum left at 0: allowed by IPv4)."""
+    udp = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
+    return ethernet(ipv4_packet(17, udp, src, dst, ident), src, dst)
+
+
+@dataclass
+class TcpFlow:
+    """Builds the frames of one TCP connection (handshake, data segments both ways)."""
+
+    client: str
+    cport: int
+    server: str
+    sport: int
+    frames: list[bytes] = field(default_factory=list)
+    _cseq: int = 1000
+    _sseq: int = 5000
+    _ident: int = 1
+
+    def _segment(self, from_client: bool, flags: int, payload: bytes = b"") -> None:
+        if from_client:
+            src, dst, sp, dp, seq, ack = self.client, self.server, self.cport, self.sport, self._cseq, self._sseq
+        else:
+            src, dst, sp, dp, seq, ack = self.server, self.client, self.sport, self.cport, self._sseq, self._cseq
+        tcp = struct.pack(">HHIIBBHHH", sp, dp, seq, ack, 5 << 4, flags, 65535, 0, 0) + payload
+        pseudo = _ip(src) + _ip(dst) + struct.pack(">BBH", 0, 6, len(tcp))
+        tcp = tcp[:16] + struct.pack(">H", _checksum(pseudo + tcp)) + tcp[18:]
+        self.frames.append(ethernet(ipv4_packet(6, tcp, src, dst, self._ident), src, dst))
+        self._ident += 1
+        advance = len(payload) + (1 if flags & 0x03 else 0)  # SYN/FIN take one sequence number
+        if from_client:
+            self._cseq += advance
+        else:
+            self._sseq += advance
+
+    def handshake(self) -> TcpFlow:
+        self._segment(True, 0x02)  # SYN
+        self._segment(False, 0x12)  # SYN-ACK
+        self._segment(True, 0x10)  # ACK
+        return self
+
+    def send(self, payload: bytes, *, from_client: bool = False) -> TcpFlow:
+        """One segment of data (PSH|ACK); by default from the server (the UM source)."""
+        self._segment(from_client, 0x18, payload)
+        return self
+
+
+def write_pcap(path: str | os.PathLike[str], frames: Iterable[bytes], linktype: int = 1) -> Path:
+    """Write a classic (microsecond) pcap; one millisecond between frames."""
+    out = Path(path)
+    with out.open("wb") as fh:
+        fh.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, linktype))
+        for i, frame in enumerate(frames):
+            fh.write(struct.pack("<IIII", 1_700_000_000, i * 1000, len(frame), len(frame)))
+            fh.write(frame)
+    return out
+
+
+class TsharkMissing(RuntimeError):
+    pass
+
+
+def tshark_path() -> str:
+    path = shutil.which("tshark")
+    if path is None:
+        raise TsharkMissing(
+            "tshark is not installed, so the wire-conformance suite cannot run. Install it with "
+            "'apt-get install -y tshark' (Debian; 'make test' does this when run as root), or set "
+            "OPENUM_SKIP_TSHARK=1 to skip these tests knowingly."
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class Tshark:
+    """Runs tshark on a pcap with decode-as rules and preferences."""
+
+    decode_as: Sequence[str] = DEFAULT_DECODE_AS
+    prefs: Mapping[str, str] = field(default_factory=dict)
+    two_pass: bool = False
+    disable_heuristics: Sequence[str] = ()
+
+    def _base(self, pcap: Path) -> list[str]:
+        args = [tshark_path(), "-n", "-r", str(pcap)]
+        if self.two_pass:
+            args.append("-2")
+        for rule in self.decode_as:
+            args += ["-d", rule]
+        for key, value in self.prefs.items():
+            args += ["-o", f"{key}:{value}"]
+        for heur in self.disable_heuristics:
+            args += ["--disable-heuristic", heur]
+        return args
+
+    def run(self, pcap: Path, *extra: str) -> str:
+        proc = subprocess.run([*self._base(pcap), *extra], capture_output=True, text=True, timeout=120,
+                              check=False)
+        if proc.returncode != 0:
+            raise AssertionError(f"tshark failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc.stdout
+
+    def fields(self, pcap: Path, names: Sequence[str]) -> list[dict[str, list[str]]]:
+        """Per frame, each requested field's values (every occurrence, in order)."""
+        args = ["-T", "json"]
+        for name in names:
+            args += ["-e", name]
+        out = self.run(pcap, *args)
+        frames = json.loads(out) if out.strip() else []
+        return [{k: list(v) for k, v in f["_source"]["layers"].items()} for f in frames]
+
+    def protocols(self, pcap: Path) -> list[str]:
+        return [f.get("frame.protocols", [""])[0] for f in self.fields(pcap, ["frame.protocols"])]
+
+    def assert_clean(self, pcap: Path, *, allowed_expert: Sequence[str] = ()) -> None:
+        """No malformed frame, no warning/error expert item except the allowed messages (regexes)."""
+        allowed = [re.compile(p) for p in allowed_expert]
+        problems: list[str] = []
+        rows = self.fields(pcap, ["frame.number", "_ws.malformed", "_ws.expert.severity",
+                                  "_ws.expert.message", "frame.protocols"])
+        for row in rows:
+            num = row.get("frame.number", ["?"])[0]
+            if row.get("_ws.malformed"):
+                problems.append(f"frame {num}: malformed ({row.get('frame.protocols')})")
+            severities = row.get("_ws.expert.severity", [])
+            messages = row.get("_ws.expert.message", [])
+            for i, sev in enumerate(severities):
+                level = int(sev, 0)
+                msg = messages[i] if i < len(messages) else "?"
+                if level >= SEVERITY_WARNING and not any(p.search(msg) for p in allowed):
+                    problems.append(f"frame {num}: expert {hex(level)}: {msg}")
+        tap = self.run(pcap, "-q", "-z", "expert")
+        for section in ("Errors (", "Warnings ("):
+            if section in tap:
+                body = tap.split(section, 1)[1]
+                lines = [ln for ln in body.splitlines()[2:] if ln.strip() and not ln.startswith("====")]
+                block: list[str] = []
+                for ln in lines:
+                    if re.match(r"^(Errors|Warnings|Notes|Chats|Comments) \(", ln):
+                        break
+                    block.append(ln)
+                bad = [ln for ln in block if not any(p.search(ln) for p in allowed)]
+                if bad:
+                    problems.append(f"expert tap {section.strip(' (')}: " + " | ".join(bad))
+        if problems:
+            raise AssertionError(f"{pcap}: tshark reports problems:\n  " + "\n  ".join(problems))
