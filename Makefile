@@ -1,0 +1,53 @@
+# openum: the two set-up commands are `make run` (the main job) and `make test` (all tests).
+# Both create .venv when it is missing and install what the project needs.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP_CORE := $(VENV)/.installed-core
+STAMP_ALL  := $(VENV)/.installed-all
+PYTEST_ARGS ?=
+
+.PHONY: run test lint typecheck unit system-deps docs clean help
+
+help:
+	@echo "make run    - the main job (today: show the effective default configuration)"
+	@echo "make test   - lint, type-check and run every test (installs what is missing)"
+	@echo "make lint   - ruff and mypy only"
+	@echo "make docs   - regenerate docs/configuration.md from the option registry"
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "openum needs Python >= 3.11, this is " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP_CORE): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e .
+	@touch $@
+
+$(STAMP_ALL): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e '.[dev,compression,spark]'
+	@touch $@ $(STAMP_CORE)
+
+system-deps:
+	@./scripts/system-deps.sh
+
+run: $(STAMP_CORE)
+	$(VENV)/bin/openum config show
+
+lint: $(STAMP_ALL)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+docs: $(STAMP_CORE)
+	$(VENV)/bin/openum config options --format markdown > docs/configuration.md
+
+# pytest exits 5 when it collected nothing: that is a broken test run, never a pass.
+test: system-deps lint
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - treating this as a failure" >&2; exit 1; fi; \
+	exit $$rc
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -1,0 +1,343 @@
+"""The context: UM's heavyweight parent object (seed 3.1, 3.0 lifecycle, 8.4 operational modes).
+
+A context owns the configuration of everything created in it and an event loop that runs topic
+resolution, transports, timers and callbacks:
+
+- **embedded** mode (``operational_mode embedded``, the default): a context thread runs the loop;
+- **sequential** mode (``operational_mode sequential``): no thread; the application calls
+  :meth:`Context.process_events` (real time) or :meth:`Context.process_events_at` (its own clock).
+
+Lifetime rules (seed 3.0) are enforced with :class:`~openum.InvalidStateError`: a context with open
+sources or receivers cannot be closed (a ``with`` block closes them for you, newest first), a closed
+context creates nothing, and blocking calls are refused from context-thread callbacks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from openum._errors import ClosedError, ConfigError, InvalidStateError
+from openum.config import Config, ContextAttributes, default_config
+from openum.config._config import ConfigSource
+from openum.runtime import (
+    Clock,
+    EventLoop,
+    EventQueue,
+    FdEvent,
+    ManualClock,
+    MonotonicClock,
+    forbid_in_callback,
+)
+
+__all__ = ["Context", "LogCallback"]
+
+_log = logging.getLogger("openum")
+_ctx_log = logging.getLogger("openum.context")
+
+#: ``log_callback(level, message)``: ``level`` is a :mod:`logging` level number.
+LogCallback = Callable[[int, str], Any]
+
+_ids = itertools.count(1)
+_names_lock = threading.Lock()
+_live_names: dict[str, weakref.WeakSet[Context]] = {}
+
+
+class _Child(Protocol):
+    def close(self) -> None: ...
+
+
+class ContextLogger(logging.LoggerAdapter[logging.Logger]):
+    """Logs through ``logging.getLogger("openum.context")`` and the context's log callback."""
+
+    def __init__(self, ctx_label: str, callback: LogCallback | None) -> None:
+        super().__init__(_ctx_log, {"openum_context": ctx_label})
+        self.callback = callback
+        self.label = ctx_label
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"[{self.label}] {msg}", kwargs
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        super().log(level, msg, *args, **kwargs)
+        if self.callback is not None:
+            try:
+                text = str(msg) % args if args else str(msg)
+                self.callback(level, f"[{self.label}] {text}")
+            except Exception:  # a broken log callback must not break the caller
+                _log.exception("context %s: log callback raised", self.label)
+
+
+def _config_from(config: ConfigSource | Iterable[ConfigSource] | None) -> Config:
+    base = default_config().copy()
+    if config is None:
+        return base
+    if isinstance(config, Config | Mapping | str | os.PathLike):
+        return base.load(config)
+    for item in config:
+        base.load(item)
+    return base
+
+
+class Context:
+    """A UM context: ``Context(config=None, attrs=None, *, name=None, options=None, ...)``.
+
+    ``config``: a file path (flat or XML), a mapping, a :class:`~openum.config.Config`, or a list of
+    those, applied on top of the process-wide default configuration.  ``options``: ``--option`` style
+    lines (``"context resolver_multicast_port 12965"``) applied after ``config``.  ``attrs``: a
+    :class:`~openum.config.ContextAttributes` or mapping of context options set from code (highest
+    precedence).  ``name`` sets ``context_name``.  ``log_callback(level, message)`` receives this
+    context's log messages.  ``clock``: for sequential mode driven by :meth:`process_events_at`, pass
+    :class:`~openum.runtime.ManualClock` (created automatically on the first ``process_events_at``).
+
+    Everything is validated before anything starts: a bad option raises :class:`~openum.ConfigError`
+    and no thread, socket or timer is left behind.
+    """
+
+    def __init__(
+        self,
+        config: ConfigSource | Iterable[ConfigSource] | None = None,
+        attrs: ContextAttributes | Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        options: Iterable[str] = (),
+        log_callback: LogCallback | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        cfg = _config_from(config)
+        opts = list(options)
+        if isinstance(options, str):
+            raise ConfigError("options must be a list of 'scope option value' lines, not one string",
+                              value=options, allowed="a list of strings")
+        if opts:
+            cfg = cfg.copy().set_options(opts)
+        overrides: dict[str, Any] = {}
+        if name is not None:
+            overrides["context_name"] = name
+        if attrs is not None:
+            attrs_map = attrs if isinstance(attrs, ContextAttributes) else ContextAttributes(values=attrs)
+            if overrides:
+                attrs_map = attrs_map.copy()
+                attrs_map.update(overrides)
+            effective_overrides: ContextAttributes | dict[str, Any] = attrs_map
+        else:
+            effective_overrides = overrides
+        # The context name selects XML settings, so it must be known before resolving them.
+        pre_name = name
+        if pre_name is None and attrs is not None:
+            pre = attrs if isinstance(attrs, ContextAttributes) else ContextAttributes(values=attrs)
+            pre_name = pre.get("context_name") if pre.is_set("context_name") else None
+        if pre_name is None:
+            pre_name = cfg.attributes("context").get("context_name")
+        self.attributes: ContextAttributes = cfg.attributes(  # type: ignore[assignment]
+            "context", context=pre_name, overrides=effective_overrides
+        )
+        self.config = cfg
+        self.name: str | None = self.attributes.get("context_name")
+        self.id = next(_ids)
+        self.operational_mode: str = self.attributes.get("operational_mode")
+        self.log = ContextLogger(self.name or f"ctx{self.id}", log_callback)
+
+        self._lock = threading.RLock()
+        self._children: dict[int, _Child] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._manual_clock = isinstance(clock, ManualClock)
+        self._loop = EventLoop(clock or MonotonicClock(), self.log, self.log.label)
+        self._warn_duplicate_name()
+        if self.operational_mode == "embedded":
+            if self._manual_clock:
+                self._loop.close()
+                raise ConfigError(
+                    "a manual clock needs operational_mode sequential (the caller drives time)",
+                    option="operational_mode", scope="context", value="embedded", allowed="sequential",
+                )
+            self._thread = threading.Thread(target=self._loop.run, name=f"openum-context-{self.log.label}",
+                                            daemon=True)
+            self._thread.start()
+        self.log.debug("created (%s mode)", self.operational_mode)
+
+    # -- identity ------------------------------------------------------------------------------------
+    def _warn_duplicate_name(self) -> None:
+        if not self.name:
+            return
+        with _names_lock:
+            peers = _live_names.setdefault(self.name, weakref.WeakSet())
+            duplicate = any(not p._closed for p in peers)
+            peers.add(self)
+        if duplicate:
+            self.log.warning("context name %r is already used by another context in this process; names "
+                             "should be unique (seed 3.1)", self.name)
+
+    @property
+    def clock(self) -> Clock:
+        return self._loop.clock
+
+    def now_ns(self) -> int:
+        """The context's clock (monotonic, or the caller's in ``process_events_at`` mode)."""
+        return self._loop.clock.now_ns()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def get_option(self, option: str) -> Any:
+        """The effective value of a context option."""
+        return self.attributes.get(option)
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The context thread (embedded mode), or None."""
+        return self._thread
+
+    # -- children (sources, receivers, ...) ----------------------------------------------------------
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise ClosedError(f"cannot {what}: the context is closed")
+
+    def _add_child(self, child: _Child) -> None:
+        with self._lock:
+            self._check_open(f"create {type(child).__name__}")
+            self._children[id(child)] = child
+
+    def _remove_child(self, child: _Child) -> None:
+        with self._lock:
+            self._children.pop(id(child), None)
+
+    @property
+    def open_objects(self) -> list[Any]:
+        with self._lock:
+            return list(self._children.values())
+
+    # -- timers and descriptors ----------------------------------------------------------------------
+    def schedule_timer(self, delay_ms: float, callback: Callable[[Any], Any], clientd: Any = None, *,
+                       event_queue: EventQueue | None = None) -> int:
+        """Call ``callback(clientd)`` once after ``delay_ms`` ms (``lbm_schedule_timer``); returns an id.
+
+        The callback runs on the context thread, or via ``event_queue``.  Timers are one-shot: schedule
+        the next one from the callback to repeat.
+        """
+        self._check_open("schedule a timer")
+        if not callable(callback):
+            raise TypeError("timer callback must be callable")
+        return self._loop.schedule_timer(delay_ms, callback, clientd, event_queue)
+
+    def cancel_timer(self, timer_id: int) -> bool:
+        """Cancel a timer (``lbm_cancel_timer``); False when it already fired or is unknown."""
+        return self._loop.cancel_timer(timer_id)
+
+    def register_fd(self, fd: int | Any, callback: Callable[[int, FdEvent, Any], Any], clientd: Any = None,
+                    events: FdEvent = FdEvent.READ, *, event_queue: EventQueue | None = None) -> int:
+        """Watch an application descriptor (``lbm_register_fd``): ``callback(fd, events, clientd)``."""
+        self._check_open("register a file descriptor")
+        fileno = fd if isinstance(fd, int) else fd.fileno()
+        self._loop.register_fd(fileno, events, callback, clientd, event_queue)
+        return int(fileno)
+
+    def unregister_fd(self, fd: int | Any) -> bool:
+        """Stop watching a descriptor (``lbm_cancel_fd``)."""
+        fileno = fd if isinstance(fd, int) else fd.fileno()
+        return self._loop.unregister_fd(int(fileno))
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` on the context's loop (its thread in embedded mode)."""
+        self._check_open("queue a call")
+        self._loop.call_soon(callback, *args)
+
+    # -- sequential mode -----------------------------------------------------------------------------
+    def _check_sequential(self, api: str) -> None:
+        if self.operational_mode != "sequential":
+            raise InvalidStateError(f"{api} is for operational_mode sequential; this context is embedded "
+                                    f"(its own thread processes events)")
+
+    def process_events(self, msec: int) -> int:
+        """Sequential mode: process events for ``msec`` ms or until :meth:`unblock` (returns callbacks run)."""
+        forbid_in_callback("Context.process_events()")
+        self._check_sequential("process_events()")
+        self._check_open("process events")
+        if self._manual_clock:
+            raise InvalidStateError("this context runs on the caller's clock: use process_events_at(now_ns)")
+        return self._loop.process_for(msec)
+
+    def process_events_at(self, now_ns: int) -> int:
+        """Sequential mode on the caller's clock: advance to ``now_ns`` and run everything due, without
+        waiting.  Deterministic: used by tests and simulations."""
+        forbid_in_callback("Context.process_events_at()")
+        self._check_sequential("process_events_at()")
+        self._check_open("process events")
+        if not self._manual_clock:
+            if self._loop.iterations:
+                raise InvalidStateError("process_events_at() cannot follow process_events() on one context; "
+                                        "create the context with clock=ManualClock(...)")
+            self._loop.clock = ManualClock(now_ns)
+            self._manual_clock = True
+        return self._loop.process_at(now_ns)
+
+    def next_deadline_ns(self) -> int | None:
+        """When the earliest pending timer is due (for callers driving the clock)."""
+        return self._loop.next_deadline()
+
+    def unblock(self) -> None:
+        """Make a running :meth:`process_events` return (``lbm_context_unblock``)."""
+        self._loop.unblock()
+
+    # -- closing -------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Delete the context (``lbm_context_delete``).
+
+        Refused with :class:`~openum.InvalidStateError` while sources, receivers or other objects of
+        this context are open (close them first, seed 3.0), from a context-thread callback, or while
+        another thread is inside :meth:`process_events` (unblock and join it first).
+        """
+        forbid_in_callback("Context.close()")
+        with self._lock:
+            if self._closed:
+                return
+            if self._children:
+                kinds = ", ".join(sorted({type(c).__name__ for c in self._children.values()}))
+                raise InvalidStateError(
+                    f"cannot close context {self.log.label}: {len(self._children)} object(s) are still open "
+                    f"({kinds}); close them first (seed 3.0), or use the context in a 'with' block"
+                )
+            running = self._loop.running_thread
+            if self.operational_mode == "sequential" and running is not None:
+                raise InvalidStateError(
+                    "cannot close the context while a thread is inside process_events(); call unblock() and "
+                    "join that thread first (seed 3.0 step 6)"
+                )
+            self._closed = True
+        self._loop.stop()
+        if self._thread is not None:
+            self._thread.join()
+        pending = self._loop.close()
+        if pending:
+            self.log.debug("closed with %d timer(s) that never fired", len(pending))
+        self.log.debug("closed")
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for child in reversed(self.open_objects):
+            try:
+                child.close()
+            except Exception:
+                self.log.exception("closing %r at the end of the 'with' block failed", child)
+        self.close()
+
+    def __del__(self) -> None:
+        # A context dropped without close(): stop its thread so the interpreter can exit.
+        try:
+            if not self._closed and self._thread is not None:
+                self._loop.stop()
+        except Exception:  # noqa: S110 - never raise from __del__
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else self.operational_mode
+        return f"<Context {self.log.label} {state}>"

@@ -1,0 +1,3 @@
+from openum.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,13 @@
+"""The process-wide registry built from the option table."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from openum.config._options import OPTIONS
+from openum.config._registry import Registry
+
+__all__ = ["REGISTRY"]
+
+#: Every option openum knows, indexed by (scope, name).
+REGISTRY: Final[Registry] = Registry(OPTIONS)

@@ -1,0 +1,347 @@
+"""The context's event loop: a selector, a timer heap and a wake-up descriptor (ARCHITECTURE.md 3).
+
+One loop serves one context.  In embedded mode a context thread runs :meth:`EventLoop.run` until
+stopped; in sequential mode the application drives it with :meth:`EventLoop.process_for` (real time)
+or :meth:`EventLoop.process_at` (the caller's clock: deterministic tests and simulations).
+
+Everything the loop calls (timer callbacks, file-descriptor callbacks, queued calls) runs inside
+:func:`~openum.runtime._threads.callback_scope`, so blocking APIs refuse to run from there.  A callback
+that raises is logged and the loop goes on: a bad callback never stops message delivery.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import selectors
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from openum._errors import InvalidStateError
+from openum.runtime._clock import NS_PER_MS, Clock, ManualClock
+from openum.runtime._event_queue import EventKind, EventQueue
+from openum.runtime._threads import callback_scope
+from openum.runtime._timers import Timer, TimerHeap
+
+__all__ = ["EventLoop", "FdEvent"]
+
+
+class FdEvent(enum.IntFlag):
+    """File-descriptor events (UM's ``LBM_FD_EVENT_*``)."""
+
+    READ = 0x1
+    WRITE = 0x2
+
+
+@dataclass(slots=True)
+class _FdRegistration:
+    fd: int
+    events: FdEvent
+    callback: Callable[[int, FdEvent, Any], Any]
+    clientd: Any
+    event_queue: EventQueue | None
+    paused: bool = False
+
+
+class EventLoop:
+    """Timers, descriptors and cross-thread calls for one context."""
+
+    def __init__(self, clock: Clock, log: logging.Logger | logging.LoggerAdapter[logging.Logger], name: str) -> None:
+        self.clock = clock
+        self.log = log
+        self.name = name
+        self._lock = threading.RLock()
+        self._timers = TimerHeap()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._fds: dict[int, _FdRegistration] = {}
+        self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self._stop = False
+        self._unblock = False
+        self._running_thread: threading.Thread | None = None
+        self._closed = False
+        self.iterations = 0
+
+    # -- wake-up -------------------------------------------------------------------------------------
+    def wake(self) -> None:
+        """Interrupt a blocked select (from any thread)."""
+        try:
+            os.write(self._wake_w, b"\x00")
+        except BlockingIOError:
+            pass  # the pipe is full: the loop is going to wake anyway
+        except OSError:
+            if not self._closed:
+                raise
+
+    def _drain_wake(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    # -- timers --------------------------------------------------------------------------------------
+    def schedule_timer(self, delay_ms: float, callback: Callable[[Any], Any], clientd: Any = None,
+                       event_queue: EventQueue | None = None) -> int:
+        if delay_ms < 0:
+            raise ValueError(f"timer delay must be >= 0 ms, not {delay_ms}")
+        deadline = self.clock.now_ns() + int(delay_ms * NS_PER_MS)
+        with self._lock:
+            self._check_open()
+            if event_queue is not None:
+                event_queue.attach(self)
+            before = self._timers.next_deadline()
+            timer = self._timers.schedule(deadline, callback, clientd, event_queue)
+        if before is None or deadline < before:
+            self.wake()
+        return timer.timer_id
+
+    def cancel_timer(self, timer_id: int) -> bool:
+        """Cancel a pending timer; False if it already fired or was cancelled."""
+        with self._lock:
+            timer = self._timers.cancel(timer_id)
+        if timer is None:
+            return False
+        self._release_timer(timer)
+        return True
+
+    def _release_timer(self, timer: Timer) -> None:
+        if timer.event_queue is not None:
+            with self._lock:
+                still_used = any(t.event_queue is timer.event_queue for t in self._timers._live.values())
+            if not still_used:
+                timer.event_queue.detach(self)
+
+    @property
+    def pending_timers(self) -> int:
+        with self._lock:
+            return len(self._timers)
+
+    def next_deadline(self) -> int | None:
+        with self._lock:
+            return self._timers.next_deadline()
+
+    # -- descriptors ---------------------------------------------------------------------------------
+    def register_fd(self, fd: int, events: FdEvent, callback: Callable[[int, FdEvent, Any], Any],
+                    clientd: Any = None, event_queue: EventQueue | None = None) -> None:
+        if not events or events & ~(FdEvent.READ | FdEvent.WRITE):
+            raise ValueError("events must be FdEvent.READ, FdEvent.WRITE or both")
+        with self._lock:
+            self._check_open()
+            if fd in self._fds:
+                raise InvalidStateError(f"file descriptor {fd} is already registered with this context")
+            if event_queue is not None:
+                event_queue.attach(self)
+            self._fds[fd] = _FdRegistration(fd, events, callback, clientd, event_queue)
+            self._selector.register(fd, self._sel_events(events), fd)
+        self.wake()
+
+    def unregister_fd(self, fd: int) -> bool:
+        with self._lock:
+            reg = self._fds.pop(fd, None)
+            if reg is None:
+                return False
+            if not reg.paused:
+                self._selector.unregister(fd)
+            if reg.event_queue is not None and not any(
+                r.event_queue is reg.event_queue for r in self._fds.values()
+            ):
+                reg.event_queue.detach(self)
+        self.wake()
+        return True
+
+    @staticmethod
+    def _sel_events(events: FdEvent) -> int:
+        mask = 0
+        if events & FdEvent.READ:
+            mask |= selectors.EVENT_READ
+        if events & FdEvent.WRITE:
+            mask |= selectors.EVENT_WRITE
+        return mask
+
+    # -- cross-thread calls --------------------------------------------------------------------------
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` on the loop's thread at its next iteration (from any thread)."""
+        with self._lock:
+            self._check_open()
+            self._calls.append((callback, args))
+        self.wake()
+
+    # -- running -------------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidStateError("the context's event loop is closed")
+
+    def _invoke(self, what: str, callback: Callable[..., Any], *args: Any) -> None:
+        try:
+            with callback_scope():
+                callback(*args)
+        except Exception:
+            self.log.exception("context %s: %s callback %r raised", self.name, what, callback)
+
+    def run_once(self, timeout_ns: int | None) -> int:
+        """One iteration: wait up to ``timeout_ns`` (None: until the next timer or a wake-up).
+
+        Returns the number of callbacks run.
+        """
+        self.iterations += 1
+        now = self.clock.now_ns()
+        deadline = self.next_deadline()
+        wait_ns = timeout_ns
+        if deadline is not None:
+            until_timer = max(0, deadline - now)
+            wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
+        with self._lock:
+            if self._calls:
+                wait_ns = 0
+        events = self._selector.select(None if wait_ns is None else wait_ns / 1e9)
+        ran = 0
+        for key, mask in events:
+            if key.data is None:
+                self._drain_wake()
+                continue
+            ran += self._fire_fd(key.data, mask)
+        ran += self._run_calls()
+        ran += self._fire_timers(self.clock.now_ns())
+        return ran
+
+    def _fire_fd(self, fd: int, mask: int) -> int:
+        with self._lock:
+            reg = self._fds.get(fd)
+            if reg is None or reg.paused:
+                return 0
+            fired = FdEvent(0)
+            if mask & selectors.EVENT_READ:
+                fired |= FdEvent.READ
+            if mask & selectors.EVENT_WRITE:
+                fired |= FdEvent.WRITE
+            if reg.event_queue is not None:
+                # The descriptor stays ready until the application reads it; pause it until the queued
+                # callback has run so a level-triggered descriptor does not flood the queue.
+                reg.paused = True
+                self._selector.unregister(fd)
+        if reg.event_queue is not None:
+            if not reg.event_queue.enqueue(EventKind.IO, self._queued_fd_callback, reg, fired):
+                self._resume_fd(reg)
+            return 1
+        self._invoke("file descriptor", reg.callback, fd, fired, reg.clientd)
+        return 1
+
+    def _queued_fd_callback(self, reg: _FdRegistration, fired: FdEvent) -> None:
+        try:
+            reg.callback(reg.fd, fired, reg.clientd)
+        finally:
+            if not self._closed:
+                self.call_soon(self._resume_fd, reg)
+
+    def _resume_fd(self, reg: _FdRegistration) -> None:
+        with self._lock:
+            if self._fds.get(reg.fd) is reg and reg.paused:
+                reg.paused = False
+                self._selector.register(reg.fd, self._sel_events(reg.events), reg.fd)
+
+    def _run_calls(self) -> int:
+        ran = 0
+        while True:
+            with self._lock:
+                if not self._calls:
+                    return ran
+                callback, args = self._calls.popleft()
+            self._invoke("queued", callback, *args)
+            ran += 1
+
+    def _fire_timers(self, now_ns: int) -> int:
+        ran = 0
+        # A timer may schedule another that is already due (a zero delay): keep going until none is.
+        while True:
+            with self._lock:
+                due = self._timers.pop_due(now_ns)
+            if not due:
+                return ran
+            for timer in due:
+                ran += 1
+                if timer.event_queue is not None:
+                    timer.event_queue.enqueue(EventKind.TIMER, timer.callback, timer.clientd)
+                    self._release_timer(timer)
+                else:
+                    self._invoke("timer", timer.callback, timer.clientd)
+
+    def run(self) -> None:
+        """Run until :meth:`stop` (the embedded-mode context thread)."""
+        self._running_thread = threading.current_thread()
+        try:
+            while not self._stop:
+                self.run_once(None)
+        finally:
+            self._running_thread = None
+
+    def process_for(self, msec: int) -> int:
+        """Sequential mode: run for ``msec`` milliseconds of the loop's clock, or until :meth:`unblock`."""
+        if msec < 0:
+            raise ValueError(f"process_events needs msec >= 0, not {msec}")
+        end = self.clock.now_ns() + msec * NS_PER_MS
+        ran = 0
+        self._unblock = False
+        self._running_thread = threading.current_thread()
+        try:
+            while True:
+                remaining = end - self.clock.now_ns()
+                ran += self.run_once(max(0, remaining))
+                if self._unblock or self._stop:
+                    self._unblock = False
+                    return ran
+                if self.clock.now_ns() >= end:
+                    return ran
+        finally:
+            self._running_thread = None
+
+    def process_at(self, now_ns: int) -> int:
+        """Sequential mode on the caller's clock: move a :class:`ManualClock` to ``now_ns`` and run every
+        ready descriptor, queued call and due timer without waiting."""
+        if not isinstance(self.clock, ManualClock):
+            raise InvalidStateError("process_at() needs a context created with a manual clock")
+        self.clock.set(now_ns)
+        self._running_thread = threading.current_thread()
+        try:
+            return self.run_once(0)
+        finally:
+            self._running_thread = None
+
+    @property
+    def running_thread(self) -> threading.Thread | None:
+        return self._running_thread
+
+    def unblock(self) -> None:
+        """Make a running ``process_for`` return early (``lbm_context_unblock``)."""
+        self._unblock = True
+        self.wake()
+
+    def stop(self) -> None:
+        self._stop = True
+        self.wake()
+
+    def close(self) -> list[Timer]:
+        """Release the selector and pipe; returns the timers that never fired."""
+        with self._lock:
+            if self._closed:
+                return []
+            self._closed = True
+            pending = self._timers.clear()
+            queues = {id(t.event_queue): t.event_queue for t in pending if t.event_queue is not None}
+            queues.update({id(r.event_queue): r.event_queue for r in self._fds.values() if r.event_queue})
+            self._fds.clear()
+            self._calls.clear()
+        for queue in queues.values():
+            if queue is not None:
+                queue.detach(self)
+        self._selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        return pending
