@@ -2,7 +2,8 @@
 
 Encodes and decodes a batch of small LBMC data messages (64-byte payloads by default) through
 
-* the hot path: ``encode_data_into`` into a preallocated buffer, ``decode_data_fast`` over it;
+* the hot path: ``encode_data_into`` into a preallocated buffer, ``decode_data_fast`` over it, and
+  ``encode_data_topic_into`` (a TOPICNAME header, as on a source's first message of a topic);
 * the record API: ``encode_message(data_message(...))`` and ``decode_messages``;
 * LBT-TCP framing: ``StreamDecoder.feed`` over the batch cut into TCP-sized reads.
 
@@ -26,7 +27,9 @@ from openum.wire.lbmc import (
     decode_data_fast,
     decode_messages,
     encode_data_into,
+    encode_data_topic_into,
     encode_message,
+    topic_name_block,
 )
 from openum.wire.lbttcp import StreamDecoder
 
@@ -58,6 +61,15 @@ def build_benchmarks(payload_size: int, batch: int, read_size: int) -> dict[str,
         pos = 0
         for sqn in range(batch):
             pos = encode_data_into(buf, pos, tidx, sqn, payload)
+        return batch
+
+    topic_block = topic_name_block("bench/orders/EMEA")
+    topic_buf = bytearray((msg_len + len(topic_block)) * batch)
+
+    def hot_encode_topic() -> int:
+        pos = 0
+        for sqn in range(batch):
+            pos = encode_data_topic_into(topic_buf, pos, tidx, sqn, topic_block, payload)
         return batch
 
     hot_encode()
@@ -106,6 +118,7 @@ def build_benchmarks(payload_size: int, batch: int, read_size: int) -> dict[str,
 
     return {
         "hot path encode (encode_data_into)": hot_encode,
+        "hot path encode + TOPICNAME (encode_data_topic_into)": hot_encode_topic,
         "hot path decode (decode_data_fast)": hot_decode,
         "record encode (data_message + encode_message)": record_encode,
         "record encode (prebuilt records)": record_encode_prebuilt,

@@ -9,7 +9,9 @@ from collections.abc import Callable
 DEFAULT_TIMEOUT = 10.0
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.002) -> bool:
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = DEFAULT_TIMEOUT, interval: float = 0.002
+) -> bool:
     """Poll ``predicate`` until it is true or ``timeout`` seconds pass; return its last value.
 
     For state that offers no event to wait on (a queue size, a counter); prefer ``Event.wait``.

@@ -17,7 +17,7 @@ from openum._errors import (
     InvalidStateError,
     NoMemoryError,
     OpenUMError,
-    OSErrorWrapper,
+    SystemCallError,
     TimedOutError,
     WouldBlock,
 )
@@ -56,7 +56,7 @@ __all__ = [
     "LogCallback",
     "ManualClock",
     "NoMemoryError",
-    "OSErrorWrapper",
+    "SystemCallError",
     "OpenUMError",
     "QueueMonitorEvent",
     "ReceiverAttributes",

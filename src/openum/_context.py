@@ -20,7 +20,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
 from openum.config import Config, ContextAttributes, default_config
@@ -112,8 +112,11 @@ class Context:
         cfg = _config_from(config)
         opts = list(options)
         if isinstance(options, str):
-            raise ConfigError("options must be a list of 'scope option value' lines, not one string",
-                              value=options, allowed="a list of strings")
+            raise ConfigError(
+                "options must be a list of 'scope option value' lines, not one string",
+                value=options,
+                allowed="a list of strings",
+            )
         if opts:
             cfg = cfg.copy().set_options(opts)
         overrides: dict[str, Any] = {}
@@ -134,8 +137,8 @@ class Context:
             pre_name = pre.get("context_name") if pre.is_set("context_name") else None
         if pre_name is None:
             pre_name = cfg.attributes("context").get("context_name")
-        self.attributes: ContextAttributes = cfg.attributes(  # type: ignore[assignment]
-            "context", context=pre_name, overrides=effective_overrides
+        self.attributes = cast(
+            ContextAttributes, cfg.attributes("context", context=pre_name, overrides=effective_overrides)
         )
         self.config = cfg
         self.name: str | None = self.attributes.get("context_name")
@@ -155,10 +158,14 @@ class Context:
                 self._loop.close()
                 raise ConfigError(
                     "a manual clock needs operational_mode sequential (the caller drives time)",
-                    option="operational_mode", scope="context", value="embedded", allowed="sequential",
+                    option="operational_mode",
+                    scope="context",
+                    value="embedded",
+                    allowed="sequential",
                 )
-            self._thread = threading.Thread(target=self._loop.run, name=f"openum-context-{self.log.label}",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop.run, name=f"openum-context-{self.log.label}", daemon=True
+            )
             self._thread.start()
         self.log.debug("created (%s mode)", self.operational_mode)
 
@@ -171,8 +178,11 @@ class Context:
             duplicate = any(not p._closed for p in peers)
             peers.add(self)
         if duplicate:
-            self.log.warning("context name %r is already used by another context in this process; names "
-                             "should be unique (seed 3.1)", self.name)
+            self.log.warning(
+                "context name %r is already used by another context in this process; names "
+                "should be unique (seed 3.1)",
+                self.name,
+            )
 
     @property
     def clock(self) -> Clock:
@@ -215,8 +225,14 @@ class Context:
             return list(self._children.values())
 
     # -- timers and descriptors ----------------------------------------------------------------------
-    def schedule_timer(self, delay_ms: float, callback: Callable[[Any], Any], clientd: Any = None, *,
-                       event_queue: EventQueue | None = None) -> int:
+    def schedule_timer(
+        self,
+        delay_ms: float,
+        callback: Callable[[Any], Any],
+        clientd: Any = None,
+        *,
+        event_queue: EventQueue | None = None,
+    ) -> int:
         """Call ``callback(clientd)`` once after ``delay_ms`` ms (``lbm_schedule_timer``); returns an id.
 
         The callback runs on the context thread, or via ``event_queue``.  Timers are one-shot: schedule
@@ -231,8 +247,15 @@ class Context:
         """Cancel a timer (``lbm_cancel_timer``); False when it already fired or is unknown."""
         return self._loop.cancel_timer(timer_id)
 
-    def register_fd(self, fd: int | Any, callback: Callable[[int, FdEvent, Any], Any], clientd: Any = None,
-                    events: FdEvent = FdEvent.READ, *, event_queue: EventQueue | None = None) -> int:
+    def register_fd(
+        self,
+        fd: int | Any,
+        callback: Callable[[int, FdEvent, Any], Any],
+        clientd: Any = None,
+        events: FdEvent = FdEvent.READ,
+        *,
+        event_queue: EventQueue | None = None,
+    ) -> int:
         """Watch an application descriptor (``lbm_register_fd``): ``callback(fd, events, clientd)``."""
         self._check_open("register a file descriptor")
         fileno = fd if isinstance(fd, int) else fd.fileno()
@@ -252,11 +275,16 @@ class Context:
     # -- sequential mode -----------------------------------------------------------------------------
     def _check_sequential(self, api: str) -> None:
         if self.operational_mode != "sequential":
-            raise InvalidStateError(f"{api} is for operational_mode sequential; this context is embedded "
-                                    f"(its own thread processes events)")
+            raise InvalidStateError(
+                f"{api} is for operational_mode sequential; this context is embedded "
+                f"(its own thread processes events)"
+            )
 
     def process_events(self, msec: int) -> int:
-        """Sequential mode: process events for ``msec`` ms or until :meth:`unblock` (returns callbacks run)."""
+        """Sequential mode: process events for ``msec`` ms or until :meth:`unblock`.
+
+        Returns the number of callbacks run.
+        """
         forbid_in_callback("Context.process_events()")
         self._check_sequential("process_events()")
         self._check_open("process events")
@@ -272,8 +300,10 @@ class Context:
         self._check_open("process events")
         if not self._manual_clock:
             if self._loop.iterations:
-                raise InvalidStateError("process_events_at() cannot follow process_events() on one context; "
-                                        "create the context with clock=ManualClock(...)")
+                raise InvalidStateError(
+                    "process_events_at() cannot follow process_events() on one context; "
+                    "create the context with clock=ManualClock(...)"
+                )
             self._loop.clock = ManualClock(now_ns)
             self._manual_clock = True
         return self._loop.process_at(now_ns)
@@ -335,7 +365,7 @@ class Context:
         try:
             if not self._closed and self._thread is not None:
                 self._loop.stop()
-        except Exception:  # noqa: S110 - never raise from __del__
+        except Exception:  # never raise from __del__
             pass
 
     def __repr__(self) -> str:

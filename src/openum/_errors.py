@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-#: UM's error numbers (``lbm.h``), for code that compares ``err.errnum``.
+#: UM's error numbers (``lbm.h`` of UM 6.12, lines 143-167), for code that compares ``err.errnum``.
 LBM_FAILURE = -1
 LBM_EINVAL = 1
 LBM_EWOULDBLOCK = 2
@@ -23,10 +23,13 @@ LBM_ENOMEM = 3
 LBM_EOP = 4
 LBM_EOS = 5
 LBM_ETIMEDOUT = 6
-LBM_EUMENOREG = 7
-LBM_ENO_QUEUE_REG = 8
-LBM_EUMEFLIGHTSIZE = 9
-LBM_EINVAL_STATE = 10  # openum: object used in a state that forbids the call (UM reports LBM_EOP)
+LBM_EDAEMONCONN = 7
+LBM_EUMENOREG = 8
+LBM_EOPNOTSUPP = 9
+LBM_EINPROGRESS = 10
+LBM_ENO_QUEUE_REG = 11
+LBM_ENO_STORE_REG = 12
+LBM_EMSG_SELECTOR = 14
 
 ERRNUM_NAMES: dict[int, str] = {
     LBM_EINVAL: "LBM_EINVAL",
@@ -35,10 +38,13 @@ ERRNUM_NAMES: dict[int, str] = {
     LBM_EOP: "LBM_EOP",
     LBM_EOS: "LBM_EOS",
     LBM_ETIMEDOUT: "LBM_ETIMEDOUT",
+    LBM_EDAEMONCONN: "LBM_EDAEMONCONN",
     LBM_EUMENOREG: "LBM_EUMENOREG",
+    LBM_EOPNOTSUPP: "LBM_EOPNOTSUPP",
+    LBM_EINPROGRESS: "LBM_EINPROGRESS",
     LBM_ENO_QUEUE_REG: "LBM_ENO_QUEUE_REG",
-    LBM_EUMEFLIGHTSIZE: "LBM_EUMEFLIGHTSIZE",
-    LBM_EINVAL_STATE: "LBM_EOP",
+    LBM_ENO_STORE_REG: "LBM_ENO_STORE_REG",
+    LBM_EMSG_SELECTOR: "LBM_EMSG_SELECTOR",
 }
 
 
@@ -158,7 +164,7 @@ class TimedOutError(OpenUMError, TimeoutError):
     errnum = LBM_ETIMEDOUT
 
 
-class OSErrorWrapper(OpenUMError):
+class SystemCallError(OpenUMError):
     """An operating-system call failed (``LBM_EOS``); ``__cause__`` holds the ``OSError``."""
 
     errnum = LBM_EOS
@@ -168,3 +174,15 @@ class NoMemoryError(OpenUMError, MemoryError):
     """A resource limit was reached (``LBM_ENOMEM``): a buffer pool, a spool, a table size."""
 
     errnum = LBM_ENOMEM
+
+
+class NotSupportedError(OpenUMError):
+    """The operation is not supported by this object or transport (``LBM_EOPNOTSUPP``)."""
+
+    errnum = LBM_EOPNOTSUPP
+
+
+class DaemonConnectionError(OpenUMError):
+    """A daemon (lbmrd, SRS, store) could not be reached or dropped the connection (``LBM_EDAEMONCONN``)."""
+
+    errnum = LBM_EDAEMONCONN

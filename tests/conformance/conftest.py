@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.tshark import Tshark, TsharkMissing, tshark_path
+from tests.conformance.tshark import Tshark, TsharkMissingError, tshark_path
 
 
 @pytest.fixture(scope="session")
 def tshark_bin() -> str:
     try:
         return tshark_path()
-    except TsharkMissing as exc:
+    except TsharkMissingError as exc:
         if os.environ.get("OPENUM_SKIP_TSHARK") == "1":
             pytest.skip(f"OPENUM_SKIP_TSHARK=1: {exc}")
         pytest.fail(str(exc), pytrace=False)

@@ -55,8 +55,9 @@ def _mac_for(addr: str) -> bytes:
 
 def ipv4_packet(proto: int, payload: bytes, src: str, dst: str, ident: int = 1) -> bytes:
     """An IPv4 header (with a correct checksum) followed by ``payload``."""
-    header = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident & 0xFFFF, 0, 64, proto, 0,
-                         _ip(src), _ip(dst))
+    header = struct.pack(
+        ">BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident & 0xFFFF, 0, 64, proto, 0, _ip(src), _ip(dst)
+    )
     header = header[:10] + struct.pack(">H", _checksum(header)) + header[12:]
     return header + payload
 
@@ -65,8 +66,9 @@ def ethernet(ip_packet: bytes, src: str, dst: str) -> bytes:
     return _mac_for(dst) + _mac_for(src) + b"\x08\x00" + ip_packet
 
 
-def udp_frame(payload: bytes, *, src: str = "127.0.0.1", dst: str = "127.0.0.1", sport: int,
-              dport: int, ident: int = 1) -> bytes:
+def udp_frame(
+    payload: bytes, *, src: str = "127.0.0.1", dst: str = "127.0.0.1", sport: int, dport: int, ident: int = 1
+) -> bytes:
     """An Ethernet/IPv4/UDP frame carrying ``payload`` (UDP checksum left at 0: allowed by IPv4)."""
     udp = struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
     return ethernet(ipv4_packet(17, udp, src, dst, ident), src, dst)
@@ -87,9 +89,23 @@ class TcpFlow:
 
     def _segment(self, from_client: bool, flags: int, payload: bytes = b"") -> None:
         if from_client:
-            src, dst, sp, dp, seq, ack = self.client, self.server, self.cport, self.sport, self._cseq, self._sseq
+            src, dst, sp, dp, seq, ack = (
+                self.client,
+                self.server,
+                self.cport,
+                self.sport,
+                self._cseq,
+                self._sseq,
+            )
         else:
-            src, dst, sp, dp, seq, ack = self.server, self.client, self.sport, self.cport, self._sseq, self._cseq
+            src, dst, sp, dp, seq, ack = (
+                self.server,
+                self.client,
+                self.sport,
+                self.cport,
+                self._sseq,
+                self._cseq,
+            )
         tcp = struct.pack(">HHIIBBHHH", sp, dp, seq, ack, 5 << 4, flags, 65535, 0, 0) + payload
         pseudo = _ip(src) + _ip(dst) + struct.pack(">BBH", 0, 6, len(tcp))
         tcp = tcp[:16] + struct.pack(">H", _checksum(pseudo + tcp)) + tcp[18:]
@@ -124,14 +140,37 @@ def write_pcap(path: str | os.PathLike[str], frames: Iterable[bytes], linktype: 
     return out
 
 
-class TsharkMissing(RuntimeError):
+_SECTION = re.compile(r"^(Errors|Warns|Warnings|Notes|Chats|Comments) \((\d+)\)$")
+
+
+def expert_tap_sections(text: str) -> dict[str, list[str]]:
+    """Parse ``tshark -q -z expert`` output: section name -> summary lines (header lines skipped).
+
+    tshark 4.0 titles its sections ``Errors (N)``, ``Warns (N)``, ``Notes (N)``, ``Chats (N)``; each is
+    followed by a ``====`` rule and a ``Frequency Group Protocol Summary`` header.
+    """
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        match = _SECTION.match(line)
+        if match:
+            current = sections.setdefault(match.group(1), [])
+            continue
+        if current is None or not line or line.startswith(("===", "Frequency")):
+            continue
+        current.append(line)
+    return sections
+
+
+class TsharkMissingError(RuntimeError):
     pass
 
 
 def tshark_path() -> str:
     path = shutil.which("tshark")
     if path is None:
-        raise TsharkMissing(
+        raise TsharkMissingError(
             "tshark is not installed, so the wire-conformance suite cannot run. Install it with "
             "'apt-get install -y tshark' (Debian; 'make test' does this when run as root), or set "
             "OPENUM_SKIP_TSHARK=1 to skip these tests knowingly."
@@ -161,8 +200,9 @@ class Tshark:
         return args
 
     def run(self, pcap: Path, *extra: str) -> str:
-        proc = subprocess.run([*self._base(pcap), *extra], capture_output=True, text=True, timeout=120,
-                              check=False)
+        proc = subprocess.run(
+            [*self._base(pcap), *extra], capture_output=True, text=True, timeout=120, check=False
+        )
         if proc.returncode != 0:
             raise AssertionError(f"tshark failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc.stdout
@@ -183,8 +223,10 @@ class Tshark:
         """No malformed frame, no warning/error expert item except the allowed messages (regexes)."""
         allowed = [re.compile(p) for p in allowed_expert]
         problems: list[str] = []
-        rows = self.fields(pcap, ["frame.number", "_ws.malformed", "_ws.expert.severity",
-                                  "_ws.expert.message", "frame.protocols"])
+        rows = self.fields(
+            pcap,
+            ["frame.number", "_ws.malformed", "_ws.expert.severity", "_ws.expert.message", "frame.protocols"],
+        )
         for row in rows:
             num = row.get("frame.number", ["?"])[0]
             if row.get("_ws.malformed"):
@@ -196,18 +238,11 @@ class Tshark:
                 msg = messages[i] if i < len(messages) else "?"
                 if level >= SEVERITY_WARNING and not any(p.search(msg) for p in allowed):
                     problems.append(f"frame {num}: expert {hex(level)}: {msg}")
-        tap = self.run(pcap, "-q", "-z", "expert")
-        for section in ("Errors (", "Warnings ("):
-            if section in tap:
-                body = tap.split(section, 1)[1]
-                lines = [ln for ln in body.splitlines()[2:] if ln.strip() and not ln.startswith("====")]
-                block: list[str] = []
-                for ln in lines:
-                    if re.match(r"^(Errors|Warnings|Notes|Chats|Comments) \(", ln):
-                        break
-                    block.append(ln)
-                bad = [ln for ln in block if not any(p.search(ln) for p in allowed)]
-                if bad:
-                    problems.append(f"expert tap {section.strip(' (')}: " + " | ".join(bad))
+        for section, summaries in expert_tap_sections(self.run(pcap, "-q", "-z", "expert")).items():
+            if section not in ("Errors", "Warns", "Warnings"):
+                continue
+            bad = [line for line in summaries if not any(p.search(line) for p in allowed)]
+            if bad:
+                problems.append(f"expert tap {section}: " + " | ".join(bad))
         if problems:
             raise AssertionError(f"{pcap}: tshark reports problems:\n  " + "\n  ".join(problems))

@@ -27,12 +27,26 @@ def config_arguments() -> argparse.ArgumentParser:
     """The configuration flags shared by every subcommand."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("configuration")
-    group.add_argument("-c", "--config", action="append", default=[], metavar="FILE",
-                       help="UM flat (scope option value) or XML configuration file; repeatable")
-    group.add_argument("--option", action="append", default=[], metavar='"SCOPE OPTION VALUE"',
-                       help="one option, as a flat-file line; repeatable; applied after the files")
-    group.add_argument("--application", metavar="NAME",
-                       help="application name selecting an <application> of XML files (LBM_XML_CONFIG_APPNAME)")
+    group.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="UM flat (scope option value) or XML configuration file; repeatable",
+    )
+    group.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar='"SCOPE OPTION VALUE"',
+        help="one option, as a flat-file line; repeatable; applied after the files",
+    )
+    group.add_argument(
+        "--application",
+        metavar="NAME",
+        help="application name selecting an <application> of XML files (LBM_XML_CONFIG_APPNAME)",
+    )
     return parent
 
 

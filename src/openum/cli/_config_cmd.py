@@ -14,30 +14,51 @@ __all__ = ["register", "render_markdown"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    cfg = sub.add_parser("config", help="inspect options and configuration files",
-                         description="Inspect the option registry and configuration files.")
+    cfg = sub.add_parser(
+        "config",
+        help="inspect options and configuration files",
+        description="Inspect the option registry and configuration files.",
+    )
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
     cfg.set_defaults(handler=lambda args: (cfg.print_help(sys.stderr), 2)[1])
 
-    opts = cfg_sub.add_parser("options", help="list every option (name, scope, type, default)",
-                              description="List the option registry.")
+    opts = cfg_sub.add_parser(
+        "options",
+        help="list every option (name, scope, type, default)",
+        description="List the option registry.",
+    )
     opts.add_argument("--scope", choices=SCOPES, help="only this scope")
-    opts.add_argument("--format", choices=("table", "tsv", "json", "markdown"), default="table",
-                      help="table (default), tsv (scope, option, type, default), json or markdown")
+    opts.add_argument(
+        "--format",
+        choices=("table", "tsv", "json", "markdown"),
+        default="table",
+        help="table (default), tsv (scope, option, type, default), json or markdown",
+    )
     opts.set_defaults(handler=cmd_options)
 
-    show = cfg_sub.add_parser("show", parents=[common], help="print the effective configuration",
-                              description="Print the effective configuration, one 'scope option value' per line.")
+    show = cfg_sub.add_parser(
+        "show",
+        parents=[common],
+        help="print the effective configuration",
+        description="Print the effective configuration, one 'scope option value' per line.",
+    )
     show.add_argument("--context-name", metavar="NAME", help="resolve XML settings for this context name")
     show.add_argument("--topic", metavar="TOPIC", help="resolve per-topic settings for this topic")
-    show.add_argument("--changed", action="store_true",
-                      help="only options that differ from the defaults, each with where it was set")
+    show.add_argument(
+        "--changed",
+        action="store_true",
+        help="only options that differ from the defaults, each with where it was set",
+    )
     show.add_argument("--scope", choices=SCOPES, help="only this scope")
     show.set_defaults(handler=cmd_show)
 
-    check = cfg_sub.add_parser("check", parents=[common], help="validate configuration files",
-                               description="Validate configuration files (flat or XML). Errors are printed "
-                                           "as FILE:LINE: message; the exit status is 2 if any is found.")
+    check = cfg_sub.add_parser(
+        "check",
+        parents=[common],
+        help="validate configuration files",
+        description="Validate configuration files (flat or XML). Errors are printed "
+        "as FILE:LINE: message; the exit status is 2 if any is found.",
+    )
     check.add_argument("files", nargs="+", metavar="FILE")
     check.set_defaults(handler=cmd_check)
 
@@ -80,7 +101,9 @@ def cmd_options(args: argparse.Namespace) -> int:
             default = opt.default_text or "-"
             unit = f" {opt.unit}" if opt.unit and opt.default_text else ""
             out.write(f"{scope:<18} {opt.name:<{width}} {_type_name(opt):<12} {default}{unit}\n")
-        out.write(f"\n{len(pairs)} (scope, option) pairs; 'openum config options --format json' has the docs.\n")
+        out.write(
+            f"\n{len(pairs)} (scope, option) pairs; 'openum config options --format json' has the docs.\n"
+        )
     return 0
 
 
@@ -99,8 +122,9 @@ def render_markdown(scope: str | None = None) -> str:
         "Every option keeps UM's name and scope, so UM flat configuration files",
         "(`scope option value` lines) and XML files (`<um-configuration>`) load unchanged. *Default from*:",
         "`guide` = stated in the UM Concepts Guide at the section given; `um` = UM's documented default",
-        "(UM Configuration Guide); `openum` = openum's own choice (see the note). *Session* options belong to",
-        "a transport session: when sources (receivers) share a session, the first one's value wins.",
+        "(UM Configuration Guide); `openum` = openum's own choice (see the note). *Session* options",
+        "belong to a transport session: when sources (receivers) share a session, the first one's value",
+        "wins.",
         "",
     ]
     for s in SCOPES if scope is None else (scope,):
@@ -108,15 +132,21 @@ def render_markdown(scope: str | None = None) -> str:
         if not pairs:
             continue
         lines += [f"## Scope `{s}` ({len(pairs)} options)", ""]
-        lines += ["| option | type | default | allowed | unit | description | guide § | default from |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| option | type | default | allowed | unit | description | guide § | default from |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for _, opt in pairs:
             flags = []
             if opt.session:
                 flags.append("session")
             if opt.deprecated:
                 flags.append("deprecated")
-            desc = opt.doc + (f" ({', '.join(flags)})" if flags else "") + (f" Note: {opt.note}" if opt.note else "")
+            desc = (
+                opt.doc
+                + (f" ({', '.join(flags)})" if flags else "")
+                + (f" Note: {opt.note}" if opt.note else "")
+            )
             lines.append(
                 f"| `{opt.name}` | {opt.type.kind} | {_md(opt.default_text) or '-'} | {_md(opt.allowed)} | "
                 f"{opt.unit or '-'} | {_md(desc)} | {opt.section or '-'} | {opt.default_from} |"

@@ -8,11 +8,11 @@ option registry when set; a refused value leaves the object unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Self
 
 from openum._errors import ConfigError
-from openum.config._registry import Option, normalize_scope
 from openum.config._index import REGISTRY
+from openum.config._registry import Option, normalize_scope
 
 __all__ = [
     "Attributes",
@@ -130,14 +130,14 @@ class Attributes:
         self._values.pop(opt.name, None)
         self._origins.pop(opt.name, None)
 
-    def copy(self) -> Attributes:
+    def copy(self) -> Self:
         clone = type(self).__new__(type(self))
         clone.scope = self.scope
         clone._values = dict(self._values)
         clone._origins = dict(self._origins)
         return clone
 
-    def merged(self, other: Attributes) -> Attributes:
+    def merged(self, other: Attributes) -> Self:
         """A copy of ``self`` with every option set in ``other`` applied on top."""
         if other.scope != self.scope:
             raise ConfigError(f"cannot merge {other.scope} attributes into {self.scope} attributes")
@@ -158,7 +158,9 @@ class Attributes:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={REGISTRY.lookup(self.scope, k).type.format(v)}" for k, v in self._values.items())
+        shown = ", ".join(
+            f"{k}={REGISTRY.lookup(self.scope, k).type.format(v)}" for k, v in self._values.items()
+        )
         return f"<{type(self).__name__} {self.scope}: {shown or 'defaults'}>"
 
 
@@ -174,6 +176,8 @@ def check_ranges(attrs: Attributes) -> None:
         low, high = attrs.get(low_name), attrs.get(high_name)
         if low is None or high is None:
             continue
+        if "interval" in low_name and (low == 0 or high == 0):
+            continue  # an interval of 0 turns that phase off; the pair is not a range then
         opt = attrs.option(low_name)
         if isinstance(opt.type, IPv4):
             key_low = tuple(int(p) for p in str(low).split("."))
@@ -182,7 +186,9 @@ def check_ranges(attrs: Attributes) -> None:
         else:
             bad = low > high
         if bad:
-            source, line = _split_origin(attrs.origin(high_name) if attrs.is_set(high_name) else attrs.origin(low_name))
+            source, line = _split_origin(
+                attrs.origin(high_name) if attrs.is_set(high_name) else attrs.origin(low_name)
+            )
             errors.append(
                 ConfigError(
                     f"{scope} option {low_name} ({attrs.get_str(low_name)}, from "

@@ -85,9 +85,13 @@ class Config:
         except FileNotFoundError:
             raise ConfigError("configuration file not found", source=str(file)) from None
         except OSError as exc:
-            raise ConfigError(f"cannot read configuration file: {exc.strerror or exc}", source=str(file)) from None
+            raise ConfigError(
+                f"cannot read configuration file: {exc.strerror or exc}", source=str(file)
+            ) from None
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"configuration file is not UTF-8 text ({exc.reason})", source=str(file)) from None
+            raise ConfigError(
+                f"configuration file is not UTF-8 text ({exc.reason})", source=str(file)
+            ) from None
         if looks_like_xml(text):
             self._xml.append(parse_xml_text(text, str(file)))
         else:
@@ -147,8 +151,9 @@ class Config:
         attrs = attributes_for(norm)
         rules = []
         for xml in self._xml:
-            obj = xml.rules_for(norm, application=self.application, context=context, topic=topic,
-                                event_queue=event_queue)
+            obj = xml.rules_for(
+                norm, application=self.application, context=context, topic=topic, event_queue=event_queue
+            )
             for setting in obj.settings:
                 attrs.set_typed(setting.option, setting.value, setting.origin)
             rules.append(obj)
@@ -170,7 +175,8 @@ class Config:
     def topic_permitted(self, scope: str, topic: str, *, context: str | None = None) -> bool:
         """False when an XML file's topic rules deny ``topic`` for sources/receivers of ``context``."""
         return all(
-            xml.topic_permitted(scope, topic, application=self.application, context=context) for xml in self._xml
+            xml.topic_permitted(scope, topic, application=self.application, context=context)
+            for xml in self._xml
         )
 
     def check(self) -> None:
@@ -197,9 +203,16 @@ def _from_environment() -> Config:
             try:
                 config.load_file(path)
             except ConfigError as exc:
-                raise ConfigError(f"{exc} (file named by ${var})", source=exc.source, line=exc.line,
-                                  option=exc.option, scope=exc.scope, value=exc.value, allowed=exc.allowed,
-                                  errors=exc.errors if len(exc.errors) > 1 else ()) from None
+                raise ConfigError(
+                    f"{exc} (file named by ${var})",
+                    source=exc.source,
+                    line=exc.line,
+                    option=exc.option,
+                    scope=exc.scope,
+                    value=exc.value,
+                    allowed=exc.allowed,
+                    errors=exc.errors if len(exc.errors) > 1 else (),
+                ) from None
     xml_path = os.environ.get(ENV_XML_FILE)
     if xml_path:
         config.load_file(xml_path)

@@ -96,7 +96,9 @@ def parse_flat_file(path: str | Path) -> list[Setting]:
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read configuration file: {exc.strerror or exc}", source=str(file)) from None
+        raise ConfigError(
+            f"cannot read configuration file: {exc.strerror or exc}", source=str(file)
+        ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"configuration file is not UTF-8 text ({exc.reason})", source=str(file)) from None
     return parse_flat_text(text, str(file))
@@ -133,7 +135,8 @@ def settings_from_mapping(values: Mapping[str, Any], source: str = "dict") -> li
                 ConfigError(
                     f"cannot read configuration key {key!r}",
                     value=key,
-                    allowed="{'scope': {'option': value}}, {'scope option': value} or {('scope', 'option'): value}",
+                    allowed="{'scope': {'option': value}}, {'scope option': value} or "
+                    "{('scope', 'option'): value}",
                     source=source,
                 )
             )

@@ -93,6 +93,8 @@ FROM_DUMP: Final = (
     "not checked against the Configuration Guide text."
 )
 
+# The table keeps one compact call per row for readability; the formatter would spread each over 10 lines.
+# fmt: off
 OPTIONS: Final[tuple[Option, ...]] = (
     # --- context: identity, threading and operation (seed 3.1, 8.4, 11) -------------------------------------
     Option(
@@ -1692,6 +1694,28 @@ OPTIONS: Final[tuple[Option, ...]] = (
         "", note=FROM_DUMP,
     ),
 )
+
+# Spellings the Concepts Guide uses that are not UM's option names (guide defects): listed so that a
+# reader of the guide finds them, and accepted in files; each sets the real option.
+OPTIONS = (
+    *OPTIONS,
+    Option(
+        "request_port", C, BOOL, True,
+        "Guide spelling (10.7) of request_tcp_bind_request_port, split across a line break; sets that option.",
+        "10.2", alias_of="request_tcp_bind_request_port",
+    ),
+    Option(
+        "smx_transmission_window_size", S, Int(64), 131072,
+        "Guide spelling (transport_lbt-smx_...) of transport_lbtsmx_transmission_window_size; sets that option.",
+        "6.5", alias_of="transport_lbtsmx_transmission_window_size",
+    ),
+    Option(
+        "ume_proactive_heartbeat_interval", C, NONNEG, 3000,
+        "Guide name (10.1.5) of ume_proactive_keepalive_interval; sets that option.",
+        "10.1.5", unit=MS, alias_of="ume_proactive_keepalive_interval",
+    ),
+)
+# fmt: on
 
 #: (scope, low option, high option): in an effective configuration each low must not exceed its high.
 #: Multicast address pairs compare as IPv4 addresses (``ipaddress.IPv4Address``), not as text.  For

@@ -77,6 +77,9 @@ class Option:
     session: bool = False
     deprecated: bool = False
     note: str = ""
+    #: For a spelling the Concepts Guide uses that is not UM's real name: the real option's name.
+    #: Setting the alias sets the real option; the alias is listed so guide readers find it.
+    alias_of: str = ""
 
     def __post_init__(self) -> None:
         for scope in self.scopes:
@@ -91,7 +94,9 @@ class Option:
             except OptionValueError as exc:
                 raise ValueError(f"option {self.name}: default {self.default!r} invalid: {exc}") from None
             if checked != self.default:
-                raise ValueError(f"option {self.name}: default {self.default!r} is not normalised ({checked!r})")
+                raise ValueError(
+                    f"option {self.name}: default {self.default!r} is not normalised ({checked!r})"
+                )
 
     @property
     def default_text(self) -> str:
@@ -111,6 +116,7 @@ class Registry:
     def __init__(self, options: tuple[Option, ...]) -> None:
         self._options = options
         self._index: dict[tuple[str, str], Option] = {}
+        self._aliases: dict[tuple[str, str], str] = {}
         self._names_by_scope: dict[str, list[str]] = {s: [] for s in SCOPES}
         for opt in options:
             for scope in opt.scopes:
@@ -119,6 +125,15 @@ class Registry:
                     raise ValueError(f"option table lists ({scope}, {opt.name}) twice")
                 self._index[key] = opt
                 self._names_by_scope[scope].append(opt.name)
+                if opt.alias_of:
+                    self._aliases[key] = opt.alias_of
+        for (scope, name), target in self._aliases.items():
+            real = self._index.get((scope, target))
+            if real is None or real.alias_of:
+                raise ValueError(f"alias ({scope}, {name}) names {target!r}, which is not an option of {scope}")
+            alias = self._index[(scope, name)]
+            if alias.type != real.type or alias.default != real.default:
+                raise ValueError(f"alias ({scope}, {name}) must have the type and default of {target}")
         for names in self._names_by_scope.values():
             names.sort()
 
@@ -134,17 +149,28 @@ class Registry:
             for name in self._names_by_scope[s]:
                 yield s, self._index[(s, name)]
 
-    def names(self, scope: str) -> list[str]:
-        return list(self._names_by_scope[normalize_scope(scope)])
+    def names(self, scope: str, *, include_aliases: bool = False) -> list[str]:
+        """Option names of ``scope`` (aliases only when asked: they duplicate a real option)."""
+        norm = normalize_scope(scope)
+        names = self._names_by_scope[norm]
+        if include_aliases:
+            return list(names)
+        return [n for n in names if (norm, n) not in self._aliases]
 
     def get(self, scope: str, name: str) -> Option | None:
+        """The option (an alias resolves to its real option), or None."""
+        target = self._aliases.get((scope, name))
+        return self._index.get((scope, target or name))
+
+    def listed(self, scope: str, name: str) -> Option | None:
+        """The row as listed (an alias row stays an alias row)."""
         return self._index.get((scope, name))
 
     def lookup(self, scope: str, name: str, *, value: Any = None) -> Option:
         """The option ``name`` of ``scope``; a :class:`ConfigError` with suggestions otherwise."""
         scope = normalize_scope(scope)
         key = name.strip().lower()
-        opt = self._index.get((scope, key))
+        opt = self.get(scope, key)
         if opt is not None:
             return opt
         other_scopes = [s for s in SCOPES if (s, key) in self._index]

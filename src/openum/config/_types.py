@@ -16,8 +16,6 @@ from typing import Any, ClassVar
 
 __all__ = [
     "AddressPort",
-    "choices",
-    "int_choices",
     "Bool",
     "CallbackType",
     "Enum",
@@ -28,6 +26,8 @@ __all__ = [
     "OptionValueError",
     "PortRange",
     "Str",
+    "choices",
+    "int_choices",
 ]
 
 
@@ -173,7 +173,9 @@ def _parse_ipv4(text: str) -> ipaddress.IPv4Address:
     try:
         return ipaddress.IPv4Address(text.strip())
     except (ipaddress.AddressValueError, ValueError):
-        raise OptionValueError(f"invalid IPv4 address {text!r}", "an IPv4 address such as 127.0.0.1") from None
+        raise OptionValueError(
+            f"invalid IPv4 address {text!r}", "an IPv4 address such as 127.0.0.1"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

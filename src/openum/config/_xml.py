@@ -164,7 +164,11 @@ class _TopicSet:
         for entry in self.topics:
             if entry.rule is None:
                 continue
-            hit = entry.name == topic if entry.name is not None else bool(entry.pattern and entry.pattern.search(topic))
+            hit = (
+                entry.name == topic
+                if entry.name is not None
+                else bool(entry.pattern and entry.pattern.search(topic))
+            )
             if hit:
                 verdict = entry.rule == "allow"
         return verdict
@@ -210,7 +214,9 @@ class ObjectRules:
                         option=name,
                         scope=scope,
                         value=values[name],
-                        allowed=", ".join(f"{'allow' if r.allow else 'deny'} {'|'.join(r.values)}" for r in entry.rules)
+                        allowed=", ".join(
+                            f"{'allow' if r.allow else 'deny'} {'|'.join(r.values)}" for r in entry.rules
+                        )
                         + f" (order {entry.order})",
                     )
                 )
@@ -221,7 +227,9 @@ class ObjectRules:
 class XmlConfig:
     """A parsed ``<um-configuration>`` file, resolved per application, context and topic."""
 
-    def __init__(self, source: str, templates: dict[str, dict[str, _OptionBag]], applications: list[_Application]):
+    def __init__(
+        self, source: str, templates: dict[str, dict[str, _OptionBag]], applications: list[_Application]
+    ):
         self.source = source
         self._templates = templates
         self._applications = applications
@@ -294,10 +302,10 @@ class XmlConfig:
                     }.get(scope)
                     if topic_set is not None and topic is not None:
                         bags += self._template_bags(topic_set.templates, scope)
-                        entry = topic_set.match(topic)
-                        if entry is not None:
-                            bags += self._template_bags(entry.templates, scope)
-                            bags.append(_filter(entry.options, scope))
+                        matched = topic_set.match(topic)
+                        if matched is not None:
+                            bags += self._template_bags(matched.templates, scope)
+                            bags.append(_filter(matched.options, scope))
         settings: list[Setting] = []
         restrictions: list[tuple[str, str, _OptionEntry, str]] = []
         for bag in bags:
@@ -310,7 +318,9 @@ class XmlConfig:
                     restrictions.append((scope, entry.name, entry, entry.origin))
         return ObjectRules(settings, restrictions)
 
-    def topic_permitted(self, scope: str, topic: str, *, application: str | None, context: str | None) -> bool:
+    def topic_permitted(
+        self, scope: str, topic: str, *, application: str | None, context: str | None
+    ) -> bool:
         """False when ``<sources>``/``<receivers>``/``<wildcard-receivers>`` rules deny ``topic``."""
         app = self._application(application)
         if app is None:
@@ -318,9 +328,11 @@ class XmlConfig:
         ctx = self._context(app, context)
         if ctx is None:
             return True
-        topic_set = {"source": ctx.sources, "receiver": ctx.receivers, "wildcard_receiver": ctx.wildcard_receivers}[
-            normalize_scope(scope)
-        ]
+        topic_set = {
+            "source": ctx.sources,
+            "receiver": ctx.receivers,
+            "wildcard_receiver": ctx.wildcard_receivers,
+        }[normalize_scope(scope)]
         return topic_set.permits(topic)
 
 
@@ -355,8 +367,11 @@ class _Reader:
     def options(self, node: _Node, bag: _OptionBag) -> None:
         type_attr = node.attrib.get("type")
         if type_attr is None:
-            self.error("<options> needs a type attribute", node, allowed="context, source, receiver, "
-                       "wildcard-receiver, event-queue, hfx, xsp")
+            self.error(
+                "<options> needs a type attribute",
+                node,
+                allowed="context, source, receiver, wildcard-receiver, event-queue, hfx, xsp",
+            )
             return
         try:
             scope = normalize_scope(type_attr)
@@ -376,7 +391,12 @@ class _Reader:
             return
         order = node.attrib.get("order", "deny,allow").replace(" ", "").lower()
         if order not in ("deny,allow", "allow,deny"):
-            self.error(f"invalid order {order!r} on option {name}", node, option=name, allowed="deny,allow or allow,deny")
+            self.error(
+                f"invalid order {order!r} on option {name}",
+                node,
+                option=name,
+                allowed="deny,allow or allow,deny",
+            )
             return
         rules = []
         for child in node.children:
@@ -384,7 +404,9 @@ class _Reader:
                 values = tuple(v.text.strip() for v in child.find_all("value")) or (child.text.strip(),)
                 rules.append(_ValueRule(child.tag == "allow", values))
             else:
-                self.error(f"unexpected element <{child.tag}> inside <option>", child, allowed="<allow>, <deny>")
+                self.error(
+                    f"unexpected element <{child.tag}> inside <option>", child, allowed="<allow>, <deny>"
+                )
         setting = None
         origin = f"{self.source}:{node.line}"
         if "default-value" in node.attrib:
@@ -393,14 +415,28 @@ class _Reader:
                 opt, typed = REGISTRY.convert(scope, name, value, from_text=True)
                 setting = Setting(scope, opt, typed, origin)
             except ConfigError as exc:
-                self.error(exc.reason, node, option=exc.option, scope=scope, value=value, allowed=exc.allowed,
-                           suggestions=exc.suggestions)
+                self.error(
+                    exc.reason,
+                    node,
+                    option=exc.option,
+                    scope=scope,
+                    value=value,
+                    allowed=exc.allowed,
+                    suggestions=exc.suggestions,
+                )
                 return
         else:
             try:
                 opt = REGISTRY.lookup(scope, name)
             except ConfigError as exc:
-                self.error(exc.reason, node, option=name, scope=scope, allowed=exc.allowed, suggestions=exc.suggestions)
+                self.error(
+                    exc.reason,
+                    node,
+                    option=name,
+                    scope=scope,
+                    allowed=exc.allowed,
+                    suggestions=exc.suggestions,
+                )
                 return
         if setting is not None or rules:
             bag.entries.append(_OptionEntry(scope, opt.name, origin, setting, order, rules))
@@ -441,9 +477,9 @@ class _Reader:
             for entry in bag.entries:
                 if entry.scope != scope:
                     self.error(
-                        f"<options type=\"{entry.scope}\"> cannot appear inside <{node.tag}>",
+                        f'<options type="{entry.scope}"> cannot appear inside <{node.tag}>',
                         child,
-                        allowed=f"<options type=\"{scope.replace('_', '-')}\">",
+                        allowed=f'<options type="{scope.replace("_", "-")}">',
                     )
             tset.topics.append(_Topic(name, pattern, pattern_text, rule, self.names(child), bag, child.line))
         return tset
@@ -454,7 +490,9 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
     root = _parse_tree(text, source)
     reader = _Reader(source)
     if root.tag != "um-configuration":
-        raise ConfigError(f"the root element is <{root.tag}>, not <um-configuration>", source=source, line=root.line)
+        raise ConfigError(
+            f"the root element is <{root.tag}>, not <um-configuration>", source=source, line=root.line
+        )
     reader.expect(root, {"templates", "applications"})
     templates: dict[str, dict[str, _OptionBag]] = {}
     for tnode in root.find_all("templates"):
@@ -481,7 +519,9 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
                 contexts_templates += reader.names(cnode)
                 reader.expect(cnode, {"context"})
                 for ctx in cnode.find_all("context"):
-                    reader.expect(ctx, {"options", "sources", "receivers", "wildcard-receivers", "application-data"})
+                    reader.expect(
+                        ctx, {"options", "sources", "receivers", "wildcard-receivers", "application-data"}
+                    )
                     contexts.append(
                         _Context(
                             ctx.attrib.get("name") or None,
@@ -489,7 +529,9 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
                             reader.bag(ctx),
                             reader.topic_set(ctx.find("sources"), "source", "topic"),
                             reader.topic_set(ctx.find("receivers"), "receiver", "topic"),
-                            reader.topic_set(ctx.find("wildcard-receivers"), "wildcard_receiver", "wildcard-receiver"),
+                            reader.topic_set(
+                                ctx.find("wildcard-receivers"), "wildcard_receiver", "wildcard-receiver"
+                            ),
                             ctx.line,
                         )
                     )
@@ -499,25 +541,37 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
                 for queue in qnode.find_all("event-queue"):
                     queues.append((queue.attrib.get("name") or None, reader.names(queue), reader.bag(queue)))
             applications.append(
-                _Application(app.attrib.get("name") or None, reader.names(app), contexts_templates, contexts, queues,
-                             app.line)
+                _Application(
+                    app.attrib.get("name") or None,
+                    reader.names(app),
+                    contexts_templates,
+                    contexts,
+                    queues,
+                    app.line,
+                )
             )
+
     # Every template named anywhere must exist.
     def check_names(names: list[str], line: int) -> None:
         for name in names:
             if name not in templates:
                 reader.errors.append(
-                    ConfigError(f"unknown template {name!r}", source=source, line=line, value=name,
-                                allowed="templates: " + (", ".join(sorted(templates)) or "(none defined)"))
+                    ConfigError(
+                        f"unknown template {name!r}",
+                        source=source,
+                        line=line,
+                        value=name,
+                        allowed="templates: " + (", ".join(sorted(templates)) or "(none defined)"),
+                    )
                 )
 
-    for app in applications:
-        check_names(app.templates, app.line)
-        check_names(app.contexts_templates, app.line)
-        for ctx in app.contexts:
-            check_names(ctx.templates, ctx.line)
-            for tset in (ctx.sources, ctx.receivers, ctx.wildcard_receivers):
-                check_names(tset.templates, ctx.line)
+    for application in applications:
+        check_names(application.templates, application.line)
+        check_names(application.contexts_templates, application.line)
+        for context in application.contexts:
+            check_names(context.templates, context.line)
+            for tset in (context.sources, context.receivers, context.wildcard_receivers):
+                check_names(tset.templates, context.line)
                 for topic in tset.topics:
                     check_names(topic.templates, topic.line)
     if reader.errors:
@@ -530,7 +584,9 @@ def parse_xml_file(path: str | Path) -> XmlConfig:
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"cannot read configuration file: {exc.strerror or exc}", source=str(file)) from None
+        raise ConfigError(
+            f"cannot read configuration file: {exc.strerror or exc}", source=str(file)
+        ) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"configuration file is not UTF-8 text ({exc.reason})", source=str(file)) from None
     return parse_xml_text(text, str(file))
@@ -538,4 +594,4 @@ def parse_xml_file(path: str | Path) -> XmlConfig:
 
 def looks_like_xml(text: str) -> bool:
     head = text.lstrip()[:200]
-    return head.startswith("<?xml") or head.startswith("<um-configuration") or head.startswith("<!--")
+    return head.startswith(("<?xml", "<um-configuration", "<!--"))

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "ManualClock", "MonotonicClock", "NS_PER_MS"]
+__all__ = ["NS_PER_MS", "Clock", "ManualClock", "MonotonicClock"]
 
 NS_PER_MS = 1_000_000
 

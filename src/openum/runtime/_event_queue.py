@@ -115,8 +115,7 @@ class _MinMeanMax:
     def add(self, value: int) -> None:
         if self.count == 0 or value < self.min:
             self.min = value
-        if value > self.max:
-            self.max = value
+        self.max = max(self.max, value)
         self.count += 1
         self.total += value
 
@@ -160,8 +159,10 @@ class EventQueue:
         self._delay_warning_us: int = self.attributes.get("queue_delay_warning")
         self._enqueue_notification: bool = self.attributes.get("queue_enqueue_notification")
         if (self._size_warning or self._delay_warning_us or self._enqueue_notification) and monitor is None:
-            log.warning("event queue %s: monitor thresholds are set but no monitor callback was given",
-                        name or "(unnamed)")
+            log.warning(
+                "event queue %s: monitor thresholds are set but no monitor callback was given",
+                name or "(unnamed)",
+            )
         self._queue: deque[tuple[EventKind, Callable[..., Any], tuple[Any, ...], int]] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._unblock_pending = 0
@@ -202,8 +203,10 @@ class EventQueue:
         """
         forbid_in_callback("EventQueue.dispatch()")
         if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < -1:
-            raise ValueError(f"dispatch timeout must be EventQueue.BLOCK (-1), EventQueue.POLL (0) or a "
-                             f"positive number of milliseconds, not {timeout!r}")
+            raise ValueError(
+                f"dispatch timeout must be EventQueue.BLOCK (-1), EventQueue.POLL (0) or a "
+                f"positive number of milliseconds, not {timeout!r}"
+            )
         if self._closed:
             raise ClosedError("dispatch() on a closed event queue")
         count = 0

@@ -50,7 +50,9 @@ class _FdRegistration:
 class EventLoop:
     """Timers, descriptors and cross-thread calls for one context."""
 
-    def __init__(self, clock: Clock, log: logging.Logger | logging.LoggerAdapter[logging.Logger], name: str) -> None:
+    def __init__(
+        self, clock: Clock, log: logging.Logger | logging.LoggerAdapter[logging.Logger], name: str
+    ) -> None:
         self.clock = clock
         self.log = log
         self.name = name
@@ -88,8 +90,13 @@ class EventLoop:
             pass
 
     # -- timers --------------------------------------------------------------------------------------
-    def schedule_timer(self, delay_ms: float, callback: Callable[[Any], Any], clientd: Any = None,
-                       event_queue: EventQueue | None = None) -> int:
+    def schedule_timer(
+        self,
+        delay_ms: float,
+        callback: Callable[[Any], Any],
+        clientd: Any = None,
+        event_queue: EventQueue | None = None,
+    ) -> int:
         if delay_ms < 0:
             raise ValueError(f"timer delay must be >= 0 ms, not {delay_ms}")
         deadline = self.clock.now_ns() + int(delay_ms * NS_PER_MS)
@@ -129,8 +136,14 @@ class EventLoop:
             return self._timers.next_deadline()
 
     # -- descriptors ---------------------------------------------------------------------------------
-    def register_fd(self, fd: int, events: FdEvent, callback: Callable[[int, FdEvent, Any], Any],
-                    clientd: Any = None, event_queue: EventQueue | None = None) -> None:
+    def register_fd(
+        self,
+        fd: int,
+        events: FdEvent,
+        callback: Callable[[int, FdEvent, Any], Any],
+        clientd: Any = None,
+        event_queue: EventQueue | None = None,
+    ) -> None:
         if not events or events & ~(FdEvent.READ | FdEvent.WRITE):
             raise ValueError("events must be FdEvent.READ, FdEvent.WRITE or both")
         with self._lock:

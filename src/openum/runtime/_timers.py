@@ -40,8 +40,9 @@ class TimerHeap:
     def __len__(self) -> int:
         return len(self._live)
 
-    def schedule(self, deadline_ns: int, callback: Callable[[Any], Any], clientd: Any = None,
-                 event_queue: Any = None) -> Timer:
+    def schedule(
+        self, deadline_ns: int, callback: Callable[[Any], Any], clientd: Any = None, event_queue: Any = None
+    ) -> Timer:
         timer = Timer(deadline_ns, next(self._seq), next(self._ids), callback, clientd, event_queue)
         heapq.heappush(self._heap, timer)
         self._live[timer.timer_id] = timer

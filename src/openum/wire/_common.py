@@ -14,16 +14,16 @@ from typing import Final
 from openum._errors import LBM_EINVAL, OpenUMError
 
 __all__ = [
-    "WireError",
     "Buffer",
+    "WireError",
     "as_view",
-    "ip_to_bytes",
-    "ip_from_bytes",
-    "ip_to_int",
-    "ip_from_int",
-    "read_cstring",
     "encode_cstring",
+    "ip_from_bytes",
+    "ip_from_int",
+    "ip_to_bytes",
+    "ip_to_int",
     "need",
+    "read_cstring",
 ]
 
 #: Anything a decoder accepts: ``bytes``, ``bytearray`` or a ``memoryview`` of bytes.

@@ -60,7 +60,11 @@ def test_option_line_needs_three_fields() -> None:
 
 def test_mapping_shapes() -> None:
     settings = settings_from_mapping(
-        {"context": {"resolver_multicast_port": 12001}, "source transport": "lbtru", ("receiver", "ordered_delivery"): 0}
+        {
+            "context": {"resolver_multicast_port": 12001},
+            "source transport": "lbtru",
+            ("receiver", "ordered_delivery"): 0,
+        }
     )
     assert {(s.scope, s.option.name, s.value) for s in settings} == {
         ("context", "resolver_multicast_port", 12001),

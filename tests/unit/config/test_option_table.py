@@ -58,9 +58,7 @@ def test_every_guide_option_is_in_the_registry() -> None:
     pairs = _guide_pairs()
     assert len(pairs) == 179
     missing = [
-        (scope, name)
-        for scope, name in pairs
-        if (scope, GUIDE_SPELLINGS.get(name, name)) not in REGISTRY
+        (scope, name) for scope, name in pairs if (scope, GUIDE_SPELLINGS.get(name, name)) not in REGISTRY
     ]
     assert missing == []
 

@@ -78,8 +78,11 @@ def test_embedded_timers_fire_in_order_never_early() -> None:
         start = ctx.now_ns()
         delays = [40, 10, 30, 20, 50]
         for delay in delays:
-            ctx.schedule_timer(delay, lambda d: (fired.append((d, ctx.now_ns() - start)),
-                                                 len(fired) == len(delays) and done.set()), delay)
+            ctx.schedule_timer(
+                delay,
+                lambda d: (fired.append((d, ctx.now_ns() - start)), len(fired) == len(delays) and done.set()),
+                delay,
+            )
         assert done.wait(WAIT)
         assert [d for d, _ in fired] == sorted(delays)
         for delay, elapsed in fired:
@@ -159,8 +162,11 @@ def test_descriptor_events_through_an_event_queue() -> None:
     try:
         with Context() as ctx:
             seen: list[threading.Thread] = []
-            ctx.register_fd(rfd, lambda fd, ev, cd: (os.read(fd, 10), seen.append(threading.current_thread())),
-                            event_queue=evq)
+            ctx.register_fd(
+                rfd,
+                lambda fd, ev, cd: (os.read(fd, 10), seen.append(threading.current_thread())),
+                event_queue=evq,
+            )
             os.write(wfd, b"a")
             assert wait_until(lambda: evq.size() == 1)
             assert evq.dispatch(EventQueue.POLL) == 1
@@ -270,7 +276,11 @@ def test_duplicate_context_names_log_a_warning_and_both_work(caplog: pytest.LogC
     messages: list[tuple[int, str]] = []
     with caplog.at_level(logging.WARNING, logger="openum"):
         a = Context(name="A", options=["context operational_mode sequential"])
-        b = Context(name="A", options=["context operational_mode sequential"], log_callback=lambda lv, m: messages.append((lv, m)))
+        b = Context(
+            name="A",
+            options=["context operational_mode sequential"],
+            log_callback=lambda lv, m: messages.append((lv, m)),
+        )
     try:
         assert a.name == b.name == "A"
         assert any("already used" in r.getMessage() for r in caplog.records)

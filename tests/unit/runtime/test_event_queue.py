@@ -127,8 +127,9 @@ def test_delay_warning_monitor_with_bitmap() -> None:
 
 def test_both_warnings_in_one_bitmap() -> None:
     calls: list[QueueMonitorEvent] = []
-    evq = EventQueue(lambda q, e, s, d, c: calls.append(e), None,
-                     {"queue_size_warning": 1, "queue_delay_warning": 1000})
+    evq = EventQueue(
+        lambda q, e, s, d, c: calls.append(e), None, {"queue_size_warning": 1, "queue_delay_warning": 1000}
+    )
     for _ in range(3):
         evq.call(lambda: None)
     threading.Event().wait(0.02)
@@ -140,8 +141,7 @@ def test_both_warnings_in_one_bitmap() -> None:
 
 def test_enqueue_notification_on_every_enqueue() -> None:
     calls: list[tuple[QueueMonitorEvent, int, int]] = []
-    evq = EventQueue(lambda q, e, s, d, c: calls.append((e, s, d)), None,
-                     {"queue_enqueue_notification": 1})
+    evq = EventQueue(lambda q, e, s, d, c: calls.append((e, s, d)), None, {"queue_enqueue_notification": 1})
     for _ in range(4):
         evq.call(lambda: None)
     assert calls == [(QueueMonitorEvent.ENQUEUE_NOTIFICATION, 1, 0)] * 4
@@ -169,7 +169,13 @@ def test_statistics_count_by_kind_and_reset() -> None:
     evq.enqueue(EventKind.TIMER, lambda: None)
     evq.call(lambda: None)
     stats = evq.statistics()
-    assert (stats.events, stats.events_tot, stats.data_msgs, stats.timer_events, stats.callback_events) == (3, 3, 1, 1, 1)
+    assert (stats.events, stats.events_tot, stats.data_msgs, stats.timer_events, stats.callback_events) == (
+        3,
+        3,
+        1,
+        1,
+        1,
+    )
     assert evq.dispatch(EventQueue.POLL) == 1
     stats = evq.statistics()
     assert stats.data_msgs == 0 and stats.data_msgs_tot == 1 and stats.events == 2
