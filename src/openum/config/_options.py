@@ -95,7 +95,7 @@ FROM_DUMP: Final = (
 
 # The table keeps one compact call per row for readability; the formatter would spread each over 10 lines.
 # fmt: off
-OPTIONS: Final[tuple[Option, ...]] = (
+_ROWS: Final[tuple[Option, ...]] = (
     # --- context: identity, threading and operation (seed 3.1, 8.4, 11) -------------------------------------
     Option(
         "context_name",
@@ -1697,8 +1697,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
 
 # Spellings the Concepts Guide uses that are not UM's option names (guide defects): listed so that a
 # reader of the guide finds them, and accepted in files; each sets the real option.
-OPTIONS = (
-    *OPTIONS,
+OPTIONS: Final[tuple[Option, ...]] = (
+    *_ROWS,
     Option(
         "request_port", C, BOOL, True,
         "Guide spelling (10.7) of request_tcp_bind_request_port, split across a line break; sets that option.",
