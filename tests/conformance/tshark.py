@@ -144,7 +144,7 @@ _SECTION = re.compile(r"^(Errors|Warns|Warnings|Notes|Chats|Comments) \((\d+)\)$
 
 
 def expert_tap_sections(text: str) -> dict[str, list[str]]:
-    """Parse ``tshark -q -z expert`` output: section name -> summary lines (header lines skipped).
+    """Parse ``tshark -q -z expert`` output: section name -> the Summary column of each row.
 
     tshark 4.0 titles its sections ``Errors (N)``, ``Warns (N)``, ``Notes (N)``, ``Chats (N)``; each is
     followed by a ``====`` rule and a ``Frequency Group Protocol Summary`` header.
@@ -159,7 +159,8 @@ def expert_tap_sections(text: str) -> dict[str, list[str]]:
             continue
         if current is None or not line or line.startswith(("===", "Frequency")):
             continue
-        current.append(line)
+        # Columns: Frequency, Group, Protocol, Summary (the summary may contain single spaces).
+        current.append(re.split(r"\s{2,}", line, maxsplit=3)[-1])
     return sections
 
 

@@ -5,7 +5,8 @@ message header in either byte order (3.1), the segment chain (3.2), the definiti
 38 field types (3.3), the offset table (3.4) and the data segment (3.5).  The field model follows
 the guide's Pre-Defined Messages feature (seed 10.14; ``../shared/spec/05-...md`` section 3):
 a definition (id, major/minor version, string or integer field names) lists fields that are
-required or optional, fixed or variable length, scalars or arrays.
+required or optional, fixed or variable length, scalars or arrays.  That model (field types, values,
+field infos, definitions) lives in :mod:`openum.wire._pdm_types`; this module re-exports it.
 
 Layout of one message (every multi-byte field in the byte order the magic selects)::
 
@@ -44,9 +45,22 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final, TypeAlias
+from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view, need
+from openum.wire._pdm_types import (
+    PADDED_TEXT,
+    U32_MAX,
+    DefinitionKey,
+    PdmDecimal,
+    PdmDefinition,
+    PdmFieldInfo,
+    PdmFieldType,
+    PdmScalar,
+    PdmTimestamp,
+    PdmValue,
+    check_int,
+)
 
 __all__ = [
     "HEADER_LEN",
@@ -76,10 +90,7 @@ PDM_VERSION: Final = 1
 MAGIC_BIG_ENDIAN: Final = b"\xa7\x1c\xca\xfe"
 MAGIC_LITTLE_ENDIAN: Final = b"\xfe\xca\x1c\xa7"
 
-_U8: Final = 0xFF
-_U32: Final = 0xFFFF_FFFF
-# Wireshark reads field ids into an int32 offset table and throws on negative ones (3.4).
-_MAX_FIELD_ID: Final = 0x7FFF_FFFF
+_MAX_MESSAGE_LEN: Final = 0x7FFF_FFFF  # tshark's payload check: len <= INT_MAX (3.1)
 
 
 class PdmSegmentType(IntEnum):
@@ -91,77 +102,13 @@ class PdmSegmentType(IntEnum):
     END = 0xFF
 
 
-class PdmFieldType(IntEnum):
-    """``fld_type`` values (section 3.3); 19-37 are the array forms of 0-18 in the same order."""
-
-    BOOLEAN = 0
-    INT8 = 1
-    UINT8 = 2
-    INT16 = 3
-    UINT16 = 4
-    INT32 = 5
-    UINT32 = 6
-    INT64 = 7
-    UINT64 = 8
-    FLOAT = 9
-    DOUBLE = 10
-    DECIMAL = 11
-    TIMESTAMP = 12
-    FIX_STRING = 13
-    STRING = 14
-    FIX_UNICODE = 15
-    UNICODE = 16
-    BLOB = 17
-    MESSAGE = 18
-    BOOLEAN_ARR = 19
-    INT8_ARR = 20
-    UINT8_ARR = 21
-    INT16_ARR = 22
-    UINT16_ARR = 23
-    INT32_ARR = 24
-    UINT32_ARR = 25
-    INT64_ARR = 26
-    UINT64_ARR = 27
-    FLOAT_ARR = 28
-    DOUBLE_ARR = 29
-    DECIMAL_ARR = 30
-    TIMESTAMP_ARR = 31
-    FIX_STRING_ARR = 32
-    STRING_ARR = 33
-    FIX_UNICODE_ARR = 34
-    UNICODE_ARR = 35
-    BLOB_ARR = 36
-    MESSAGE_ARR = 37
-
-    @property
-    def is_array(self) -> bool:
-        return self >= PdmFieldType.BOOLEAN_ARR
-
-    @property
-    def base(self) -> PdmFieldType:
-        """The element type: ``INT32`` for both ``INT32`` and ``INT32_ARR``."""
-        return PdmFieldType(self - PdmFieldType.BOOLEAN_ARR) if self.is_array else self
-
-    @property
-    def element_size(self) -> int | None:
-        """Wire size of one element of a numeric, decimal or timestamp type; ``None`` otherwise."""
-        return _SIZES.get(self.base)
-
-
 T = PdmFieldType
-_SIZES: Final[dict[PdmFieldType, int]] = {
-    T.BOOLEAN: 1, T.INT8: 1, T.UINT8: 1, T.INT16: 2, T.UINT16: 2, T.INT32: 4, T.UINT32: 4,
-    T.INT64: 8, T.UINT64: 8, T.FLOAT: 4, T.DOUBLE: 8,
-    T.DECIMAL: 9,  # i8 exponent + i64 mantissa
-    T.TIMESTAMP: 8,  # u32 seconds + u32 microseconds
-}  # fmt: skip
 _INT_FORMATS: Final[dict[PdmFieldType, str]] = {
     T.INT8: "b", T.UINT8: "B", T.INT16: "h", T.UINT16: "H",
     T.INT32: "i", T.UINT32: "I", T.INT64: "q", T.UINT64: "Q",
 }  # fmt: skip
 _FLOAT_FORMATS: Final[dict[PdmFieldType, str]] = {T.FLOAT: "f", T.DOUBLE: "d"}
-_PADDED_TEXT: Final = frozenset({T.FIX_STRING, T.FIX_UNICODE})
-_TEXT: Final = frozenset({T.FIX_STRING, T.FIX_UNICODE, T.STRING, T.UNICODE})
+_TEXT: Final = PADDED_TEXT | {T.STRING, T.UNICODE}
 del T
 
 
@@ -192,189 +139,7 @@ def _order(big_endian: bool) -> _Order:
     return _BIG if big_endian else _LITTLE
 
 
-def _check_int(what: str, value: object, low: int, high: int) -> int:
-    if not isinstance(value, int) or not low <= value <= high:
-        raise WireError(f"{what} must be an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
-# --- value records --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PdmDecimal:
-    """A DECIMAL value: ``mantissa * 10**exponent`` (the guide's ``PDMDecimal(long, byte)``)."""
-
-    mantissa: int
-    exponent: int
-
-    def __post_init__(self) -> None:
-        _check_int("decimal mantissa", self.mantissa, -(1 << 63), (1 << 63) - 1)
-        _check_int("decimal exponent", self.exponent, -128, 127)
-
-
-@dataclass(frozen=True, slots=True)
-class PdmTimestamp:
-    """A TIMESTAMP value: seconds and microseconds since the epoch (two ``u32``)."""
-
-    seconds: int
-    microseconds: int = 0
-
-    def __post_init__(self) -> None:
-        _check_int("timestamp seconds", self.seconds, 0, _U32)
-        # tshark turns the microseconds into nanoseconds of an int: keep them a real fraction.
-        _check_int("timestamp microseconds", self.microseconds, 0, 999_999)
-
-
-PdmScalar: TypeAlias = bool | int | float | str | bytes | memoryview | PdmDecimal | PdmTimestamp
-PdmValue: TypeAlias = PdmScalar | tuple[PdmScalar, ...]
-DefinitionKey: TypeAlias = tuple[int, int, int]  # (definition id, major version, minor version)
-
-
-# --- definitions ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PdmFieldInfo:
-    """One field of a definition, with the wire fields of section 3.3.
-
-    Build it with :meth:`define`, which derives ``fixed``, ``length`` and the other wire fields from
-    the type the way the guide's ``addFieldInfo`` overloads do.  The raw constructor keeps whatever a
-    decoded definition said.
-    """
-
-    field_id: int
-    field_type: PdmFieldType
-    name: str | int
-    required: bool = True
-    fixed: bool = False
-    length: int = 0  # fixed fields: total bytes (all elements); 0 for variable fields
-    fixed_str_len: int = 0  # FIX_STRING / FIX_UNICODE: bytes reserved per value
-    num_arr_elem: int = 0  # arrays: fixed element count; 0 = scalar or variable-size array
-
-    def __post_init__(self) -> None:
-        _check_int("field id", self.field_id, 0, _MAX_FIELD_ID)
-        try:
-            ftype = PdmFieldType(self.field_type)
-        except ValueError as exc:
-            raise WireError(f"unknown PDM field type {self.field_type!r}") from exc
-        object.__setattr__(self, "field_type", ftype)
-        if isinstance(self.name, str):
-            if "\x00" in self.name:
-                raise WireError(f"PDM field name contains a NUL: {self.name!r}")
-        else:
-            _check_int("integer field name", self.name, -(1 << 31), (1 << 31) - 1)
-        _check_int("field length", self.length, 0, _U32)
-        _check_int("fixed string length", self.fixed_str_len, 0, _U32)
-        _check_int("array element count", self.num_arr_elem, 0, _U32)
-        if not ftype.is_array and self.num_arr_elem:
-            raise WireError(f"{ftype.name} is not an array type but has {self.num_arr_elem} elements")
-        if self.fixed:
-            if ftype.is_array and not self.num_arr_elem:
-                raise WireError(f"a fixed-length {ftype.name} field needs an element count")
-            count = self.num_arr_elem or 1
-            if self.length % count:
-                raise WireError(f"field length {self.length} does not split into {count} elements")
-            slot = self.length // count
-            if not slot:  # an empty slot would make a huge element count cost nothing on the wire
-                raise WireError(f"a fixed-length {ftype.name} field needs at least one byte per element")
-            size = ftype.element_size
-            if size is not None and slot != size:
-                raise WireError(f"a {ftype.base.name} element is {size} bytes, the definition says {slot}")
-            if self.fixed_str_len > slot:
-                raise WireError(f"fixed string length {self.fixed_str_len} exceeds the {slot}-byte slot")
-
-    @classmethod
-    def define(
-        cls,
-        field_id: int,
-        name: str | int,
-        field_type: PdmFieldType,
-        *,
-        required: bool = True,
-        fixed_len: int | None = None,
-        array_size: int | None = None,
-    ) -> PdmFieldInfo:
-        """A field as the guide's ``addFieldInfo`` defines it (seed 10.14.2-3).
-
-        ``fixed_len`` is the byte length of a FIX_STRING / FIX_UNICODE value (required for those
-        types); ``array_size`` fixes the element count of an array type (omit it for a
-        variable-size array).
-        """
-        ftype = PdmFieldType(field_type)
-        base = ftype.base
-        if base in _PADDED_TEXT:
-            if fixed_len is None or fixed_len <= 0:
-                raise WireError(f"{ftype.name} needs a positive fixed_len")
-        elif fixed_len is not None:
-            raise WireError(f"fixed_len only applies to fixed strings, not {ftype.name}")
-        if array_size is not None and (not ftype.is_array or array_size <= 0):
-            raise WireError(f"array_size needs an array type and a positive count, got {ftype.name}")
-        count = array_size or 0
-        slot = ftype.element_size if base not in _PADDED_TEXT else fixed_len
-        fixed = slot is not None and (not ftype.is_array or count > 0)
-        return cls(
-            field_id=field_id,
-            field_type=ftype,
-            name=name,
-            required=required,
-            fixed=fixed,
-            length=(slot or 0) * max(count, 1) if fixed else 0,
-            fixed_str_len=fixed_len or 0,
-            num_arr_elem=count,
-        )
-
-    @property
-    def fixed_required(self) -> bool:
-        """True when the field lives in the fixed-required section (section 3.5)."""
-        return self.fixed and self.required
-
-
-@dataclass(frozen=True, slots=True)
-class PdmDefinition:
-    """A message definition (section 3.3): id, version, name kind and fields in definition order."""
-
-    def_id: int
-    fields: tuple[PdmFieldInfo, ...]
-    vers_major: int = 1
-    vers_minor: int = 0
-    int_names: bool = False  # field-name type: 0 string names, 1 integer names
-    finalized: bool = True
-
-    def __post_init__(self) -> None:
-        _check_int("definition id", self.def_id, 0, _U32)
-        _check_int("major version", self.vers_major, 0, _U8)
-        _check_int("minor version", self.vers_minor, 0, _U8)
-        fields = tuple(self.fields)
-        object.__setattr__(self, "fields", fields)
-        ids: set[int] = set()
-        names: set[str | int] = set()
-        for info in fields:
-            if not isinstance(info, PdmFieldInfo):
-                raise WireError(f"definition fields must be PdmFieldInfo, got {info!r}")
-            if isinstance(info.name, int) != self.int_names:
-                kind = "integer" if self.int_names else "string"
-                raise WireError(f"field {info.field_id} name {info.name!r} is not a {kind} name")
-            if info.field_id in ids or info.name in names:
-                raise WireError(f"duplicate field id or name: {info.field_id} / {info.name!r}")
-            ids.add(info.field_id)
-            names.add(info.name)
-
-    @property
-    def key(self) -> DefinitionKey:
-        """The cache key of the guide's definition cache: ``(id, major, minor)`` (seed 10.14)."""
-        return (self.def_id, self.vers_major, self.vers_minor)
-
-    @property
-    def fixed_required_length(self) -> int:
-        return sum(f.length for f in self.fields if f.fixed_required)
-
-    def field(self, key: str | int) -> PdmFieldInfo:
-        """The field with this name (string-named definitions) or this field id."""
-        for info in self.fields:
-            if info.name == key if isinstance(key, str) else info.field_id == key:
-                return info
-        raise KeyError(key)
+# --- header and message records -------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +173,7 @@ class PdmMessage:
     def __post_init__(self) -> None:
         if not isinstance(self.definition, PdmDefinition):
             raise WireError(f"definition must be a PdmDefinition, got {self.definition!r}")
-        _check_int("message type", self.msg_type, 0, 0xF)
+        check_int("message type", self.msg_type, 0, 0xF)
         by_id = {f.field_id: f for f in self.definition.fields}
         values: dict[int, PdmValue] = {}
         for fid, value in self.values.items():
@@ -458,7 +223,7 @@ def _encode_scalar(base: PdmFieldType, value: object, o: _Order) -> bytes:
         return o.ts.pack(value.seconds, value.microseconds)
     if base in _TEXT:
         raw = _text_bytes(value, base.name)
-        if base in _PADDED_TEXT and b"\x00" in raw:
+        if base in PADDED_TEXT and b"\x00" in raw:
             raise WireError(f"a {base.name} value cannot contain NUL (it is NUL-padded): {value!r}")
         return raw
     if not isinstance(value, bytes | bytearray | memoryview):
@@ -468,7 +233,7 @@ def _encode_scalar(base: PdmFieldType, value: object, o: _Order) -> bytes:
 
 def _decode_scalar(base: PdmFieldType, raw: memoryview, o: _Order, slot: bool = False) -> PdmScalar:
     """Decode one element; text read from a fixed-width ``slot`` ends at its NUL padding."""
-    size = _SIZES.get(base)
+    size = base.element_size
     if size is not None and len(raw) != size:
         raise WireError(f"a {base.name} value is {size} bytes, the message has {len(raw)}")
     if base is PdmFieldType.BOOLEAN:
@@ -484,7 +249,7 @@ def _decode_scalar(base: PdmFieldType, raw: memoryview, o: _Order, slot: bool = 
         return PdmTimestamp(seconds, micros)
     if base in _TEXT:
         data = bytes(raw)
-        if slot or base in _PADDED_TEXT:
+        if slot or base in PADDED_TEXT:
             data = data.split(b"\x00", 1)[0]
         return data.decode("utf-8", "surrogateescape")
     return raw  # BLOB / MESSAGE: zero-copy slice of the input
@@ -505,7 +270,7 @@ def _slot(raw: bytes, base: PdmFieldType, value_len: int, slot_len: int) -> byte
 
 def _packed_size(info: PdmFieldInfo) -> int | None:
     """Element size inside a variable-size array (None when each element carries a length)."""
-    if info.field_type.base in _PADDED_TEXT:
+    if info.field_type.base in PADDED_TEXT:
         return info.fixed_str_len or None
     return info.field_type.element_size
 
@@ -532,17 +297,15 @@ def _encode_field(info: PdmFieldInfo, value: object, o: _Order) -> bytes:
         slot_len = info.length // (info.num_arr_elem or 1)
         value_len = info.fixed_str_len or slot_len
         return b"".join(_slot(raw, base, value_len, slot_len) for raw in items)
-    if info.field_type.is_array and not info.num_arr_elem:
-        size = _packed_size(info)
+    if info.field_type.is_array:  # only a variable-size array may pack its elements (3.5)
+        size = _packed_size(info) if not info.num_arr_elem else None
         if size is None:
             body = b"".join(o.u32.pack(len(raw)) + raw for raw in items)
         else:
             body = b"".join(_slot(raw, base, size, size) for raw in items)
-    elif info.num_arr_elem:
-        body = b"".join(o.u32.pack(len(raw)) + raw for raw in items)
     else:
         body = items[0]
-    if len(body) > _U32:
+    if len(body) > U32_MAX:
         raise WireError(f"field {info.name!r} is too long: {len(body)} bytes")
     return o.u32.pack(len(body)) + body
 
@@ -729,7 +492,7 @@ def encode(message: PdmMessage) -> bytes:
         parts.append(o.seg.pack(nxt, 0, 0, len(body)))
         parts.append(body)
     total = HEADER_LEN + sum(len(p) for p in parts)
-    if total > 0x7FFF_FFFF:  # tshark's payload check: len <= INT_MAX (3.1)
+    if total > _MAX_MESSAGE_LEN:
         raise WireError(f"PDM message too long: {total} bytes")
     defn = message.definition
     magic = MAGIC_BIG_ENDIAN if message.big_endian else MAGIC_LITTLE_ENDIAN
@@ -757,7 +520,7 @@ def decode_header(buf: Buffer) -> PdmHeader:
         raise WireError(f"unsupported PDM version {ver_type >> 4}", offset=4)
     if first not in _SEGMENT_TYPES:
         raise WireError(f"unknown first PDM segment type {first}", offset=5)
-    if not HEADER_LEN <= length <= 0x7FFF_FFFF:
+    if not HEADER_LEN <= length <= _MAX_MESSAGE_LEN:
         raise WireError(f"bad PDM message length {length}", offset=12)
     return PdmHeader(big, ver_type & 0xF, first, def_id, major, minor, length)
 
