@@ -21,8 +21,14 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     for var in ("LBM_DEFAULT_CONFIG_FILE", "OPENUM_CONFIG_FILE", "LBM_XML_CONFIG_FILENAME"):
         if env is None or var not in env:
             full_env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "openum", *args], capture_output=True, text=True,
-                          timeout=120, env=full_env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "openum", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
+        check=False,
+    )
 
 
 def test_version() -> None:
@@ -104,10 +110,12 @@ def test_check_reports_every_bad_line_and_accepts_good_files(tmp_path: Path) -> 
 
 def test_check_xml_errors_and_ranges(tmp_path: Path) -> None:
     xml = tmp_path / "um.xml"
-    xml.write_text('<?xml version="1.0"?>\n<um-configuration version="1.0">\n<templates>\n'
-                   '<template name="t"><options type="context">\n'
-                   '<option name="transport_tcp_port_low" default-value="abc"/>\n'
-                   '</options></template></templates></um-configuration>\n')
+    xml.write_text(
+        '<?xml version="1.0"?>\n<um-configuration version="1.0">\n<templates>\n'
+        '<template name="t"><options type="context">\n'
+        '<option name="transport_tcp_port_low" default-value="abc"/>\n'
+        "</options></template></templates></um-configuration>\n"
+    )
     proc = run("config", "check", str(xml))
     assert proc.returncode == 2
     assert f"{xml}:5:" in proc.stderr

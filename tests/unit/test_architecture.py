@@ -57,8 +57,11 @@ def _imports(path: Path) -> list[str]:
 MODULES = _modules()
 
 
-@pytest.mark.parametrize(("module", "path"), [m for m in MODULES if _layer_of(m[0]) in ("wire", "protocol")],
-                         ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("module", "path"),
+    [m for m in MODULES if _layer_of(m[0]) in ("wire", "protocol")],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_sans_io_layers_import_no_io_threads_clocks_or_randomness(module: str, path: Path) -> None:
     bad = [name for name in _imports(path) if name.split(".")[0] in SANS_IO_FORBIDDEN]
     assert not bad, f"{module} imports {bad}: wire and protocol take time and randomness as arguments"
@@ -71,11 +74,16 @@ def test_layers_import_only_layers_below(module: str, path: Path) -> None:
         if not name.startswith("openum") or name in ALWAYS_ALLOWED:
             continue
         target = _layer_of(name)
-        assert LAYERS.index(target) <= own, f"{module} ({LAYERS[own]}) imports {name} ({target}), a higher layer"
+        assert LAYERS.index(target) <= own, (
+            f"{module} ({LAYERS[own]}) imports {name} ({target}), a higher layer"
+        )
 
 
-@pytest.mark.parametrize(("module", "path"), [m for m in MODULES if _layer_of(m[0]) != "spark"],
-                         ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("module", "path"),
+    [m for m in MODULES if _layer_of(m[0]) != "spark"],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
 def test_core_never_imports_pyspark(module: str, path: Path) -> None:
     assert not any(n.split(".")[0] == "pyspark" for n in _imports(path)), module
 

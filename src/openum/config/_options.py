@@ -1701,12 +1701,12 @@ OPTIONS: Final[tuple[Option, ...]] = (
     *_ROWS,
     Option(
         "request_port", C, BOOL, True,
-        "Guide spelling (10.7) of request_tcp_bind_request_port, split across a line break; sets that option.",
+        "Guide spelling (10.2) of request_tcp_bind_request_port (split across a line); sets that option.",
         "10.2", alias_of="request_tcp_bind_request_port",
     ),
     Option(
         "smx_transmission_window_size", S, Int(64), 131072,
-        "Guide spelling (transport_lbt-smx_...) of transport_lbtsmx_transmission_window_size; sets that option.",
+        "Guide spelling (transport_lbt-smx_...) of transport_lbtsmx_transmission_window_size.",
         "6.5", alias_of="transport_lbtsmx_transmission_window_size",
     ),
     Option(

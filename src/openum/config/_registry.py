@@ -130,7 +130,9 @@ class Registry:
         for (scope, name), target in self._aliases.items():
             real = self._index.get((scope, target))
             if real is None or real.alias_of:
-                raise ValueError(f"alias ({scope}, {name}) names {target!r}, which is not an option of {scope}")
+                raise ValueError(
+                    f"alias ({scope}, {name}) names {target!r}, which is not an option of {scope}"
+                )
             alias = self._index[(scope, name)]
             if alias.type != real.type or alias.default != real.default:
                 raise ValueError(f"alias ({scope}, {name}) must have the type and default of {target}")
