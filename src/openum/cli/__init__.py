@@ -71,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from openum.cli import _config_cmd
+    from openum.cli import _config_cmd, _lbmrd_cmd
 
     parser = _Parser(
         prog="openum",
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     common = config_arguments()
     _config_cmd.register(sub, common)
+    _lbmrd_cmd.register(sub, common)
     return parser
 
 
