@@ -4,6 +4,7 @@ final advertisements and garbage handling."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -18,10 +19,10 @@ from openum.protocol.resolution import (
     source_key,
 )
 from openum.wire.lbmr import LbmrPacket, ResolutionRequestFlags, TopicQuery, TopicResolution, encode_packet
-from tests.unit.protocol._trnet import ADV, MS, QRY, Net, engine, receiver, source, wildcard
+from tests.unit.protocol._trnet import ADV, MS, Net, engine, receiver, source, wildcard
 
 ADV_INITIAL = [0, 10, 30, 70, 150, 310, 630, 1130, 1630, 2130, 2630, 3130, 3630, 4130, 4630]
-QRY_INITIAL = [0, 20, 60, 140, 300] + list(range(500, 5000, 200))
+QRY_INITIAL = [0, 20, 60, 140, 300, *list(range(500, 5000, 200))]
 
 
 def test_advertisement_schedule_initial_sustaining_quiescent() -> None:
@@ -33,7 +34,7 @@ def test_advertisement_schedule_initial_sustaining_quiescent() -> None:
     assert times[:15] == ADV_INITIAL
     sustain = times[15:]
     assert len(sustain) == 60
-    assert sustain[0] == 5630 and all(b - a_ == 1000 for a_, b in zip(sustain, sustain[1:], strict=False))
+    assert sustain[0] == 5630 and all(b - a_ == 1000 for a_, b in itertools.pairwise(sustain))
     assert a.source_phase(1) is Phase.QUIESCENT
     assert a.next_deadline() is None
 
@@ -285,7 +286,7 @@ def test_unicast_daemon_round_robin_switches_every_250_to_750_ms() -> None:
         if chosen != current:
             switches.append(t)
             current = chosen
-    gaps = [b - a for a, b in zip(switches, switches[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(switches)]
     assert len(gaps) > 20
     assert all(250 <= g <= 755 for g in gaps), gaps
     assert len(set(gaps)) > 5  # randomised
