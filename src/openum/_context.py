@@ -20,11 +20,24 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, cast
+from dataclasses import dataclass, fields
+from typing import Any, Protocol, TypeVar, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
-from openum.config import Config, ContextAttributes, default_config
+from openum._receiver import Receiver, ReceiverCallback, WildcardReceiver
+from openum._resolver import ContextResolver, advertisement_phases, query_phases, wildcard_phases
+from openum._source import Source
+from openum.config import (
+    Attributes,
+    Config,
+    ContextAttributes,
+    ReceiverAttributes,
+    SourceAttributes,
+    WildcardReceiverAttributes,
+    default_config,
+)
 from openum.config._config import ConfigSource
+from openum.protocol.resolution import PhaseParams
 from openum.runtime import (
     Clock,
     EventLoop,
@@ -34,8 +47,11 @@ from openum.runtime import (
     MonotonicClock,
     forbid_in_callback,
 )
+from openum.transport._interfaces import resolve_interface
+from openum.transport.tcp import TcpSessionPool, TcpSourceSession
+from openum.wire.lbmr import ResolutionRequestFlags, TopicInfo
 
-__all__ = ["Context", "LogCallback"]
+__all__ = ["Context", "ContextStatistics", "LogCallback"]
 
 _log = logging.getLogger("openum")
 _ctx_log = logging.getLogger("openum.context")
@@ -44,8 +60,57 @@ _ctx_log = logging.getLogger("openum.context")
 LogCallback = Callable[[int, str], Any]
 
 _ids = itertools.count(1)
+_T = TypeVar("_T")
 _names_lock = threading.Lock()
 _live_names: dict[str, weakref.WeakSet[Context]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStatistics:
+    """A snapshot of a context's counters (UM's ``lbm_context_stats_t`` names where UM has them).
+
+    Topic resolution: ``tr_dgrams_sent``, ``tr_bytes_sent``, ``tr_dgrams_rcved``, ``tr_bytes_rcved``,
+    ``tr_dgrams_dropped_ver`` (unknown LBMR version), ``tr_dgrams_dropped_type`` (unknown packet type),
+    ``tr_dgrams_dropped_malformed`` (undecodable), ``tr_dgrams_send_failed`` (refused by the socket),
+    ``tr_src_topics`` (topics advertised), ``tr_rcv_topics`` (topics with receivers),
+    ``tr_rcv_unresolved_topics`` (of those, with no known source).  openum adds record counts
+    (``tirs_sent``, ``tqrs_sent``, ``wildcard_tqrs_sent``, ``tirs_rcved``, ``tqrs_rcved``,
+    ``wildcard_tqrs_rcved``), ``keepalives_sent``/``keepalives_rcved`` (unicast TR),
+    ``own_dgrams_ignored`` (our datagrams looped back), ``records_rate_limited``, ``cache_entries``
+    (sources in the resolver cache), final advertisements and TR requests sent and received, and the
+    numbers of ``sources``, ``receivers``, ``wildcard_receivers`` and ``tcp_sessions``.
+    """
+
+    tr_dgrams_sent: int
+    tr_bytes_sent: int
+    tr_dgrams_rcved: int
+    tr_bytes_rcved: int
+    tr_dgrams_dropped_ver: int
+    tr_dgrams_dropped_type: int
+    tr_dgrams_dropped_malformed: int
+    tr_dgrams_send_failed: int
+    tr_src_topics: int
+    tr_rcv_topics: int
+    tr_rcv_unresolved_topics: int
+    tirs_sent: int
+    tqrs_sent: int
+    wildcard_tqrs_sent: int
+    tirs_rcved: int
+    tqrs_rcved: int
+    wildcard_tqrs_rcved: int
+    keepalives_sent: int
+    keepalives_rcved: int
+    own_dgrams_ignored: int
+    records_rate_limited: int
+    cache_entries: int
+    final_advertisements_sent: int
+    final_advertisements_rcved: int
+    requests_sent: int
+    requests_rcved: int
+    sources: int
+    receivers: int
+    wildcard_receivers: int
+    tcp_sessions: int
 
 
 class _Child(Protocol):
@@ -153,16 +218,22 @@ class Context:
         self._manual_clock = isinstance(clock, ManualClock)
         self._loop = EventLoop(clock or MonotonicClock(), self.log, self.log.label)
         self._warn_duplicate_name()
+        self._tcp_pool: TcpSessionPool | None = None
+        if self.operational_mode == "embedded" and self._manual_clock:
+            self._loop.close()
+            raise ConfigError(
+                "a manual clock needs operational_mode sequential (the caller drives time)",
+                option="operational_mode",
+                scope="context",
+                value="embedded",
+                allowed="sequential",
+            )
+        try:
+            self._resolver = ContextResolver(self)
+        except Exception:
+            self._loop.close()
+            raise
         if self.operational_mode == "embedded":
-            if self._manual_clock:
-                self._loop.close()
-                raise ConfigError(
-                    "a manual clock needs operational_mode sequential (the caller drives time)",
-                    option="operational_mode",
-                    scope="context",
-                    value="embedded",
-                    allowed="sequential",
-                )
             self._thread = threading.Thread(
                 target=self._loop.run, name=f"openum-context-{self.log.label}", daemon=True
             )
@@ -272,6 +343,179 @@ class Context:
         self._check_open("queue a call")
         self._loop.call_soon(callback, *args)
 
+    # -- sources and receivers ---------------------------------------------------------------------
+    def _topic_attributes(
+        self, scope: str, topic: str, attrs: Attributes | Mapping[str, Any] | None
+    ) -> Attributes:
+        if not isinstance(topic, str) or not topic:
+            raise ConfigError(f"a topic must be a non-empty string, not {topic!r}", value=topic)
+        if len(topic.encode()) > 246:
+            raise ConfigError(
+                f"topic {topic[:40]!r}... is {len(topic.encode())} bytes long; UM topics are at most "
+                "246 bytes",
+                value=topic,
+                allowed="at most 246 bytes",
+            )
+        if not self.config.topic_permitted(scope, topic, context=self.name):
+            raise ConfigError(
+                f"the XML configuration does not allow a {scope} for topic {topic!r}",
+                value=topic,
+                scope=scope,
+            )
+        return self.config.attributes(scope, context=self.name, topic=topic, overrides=attrs)
+
+    def create_source(
+        self,
+        topic: str,
+        attrs: SourceAttributes | Mapping[str, Any] | None = None,
+        *,
+        event_callback: Any = None,
+        clientd: Any = None,
+    ) -> Source:
+        """A source for ``topic`` (``lbm_src_topic_alloc`` + ``lbm_src_create``), advertised at once."""
+        self._check_open("create a source")
+        return Source(self, topic, self._topic_attributes("source", topic, attrs), event_callback, clientd)
+
+    def create_receiver(
+        self,
+        topic: str,
+        callback: ReceiverCallback | None = None,
+        clientd: Any = None,
+        *,
+        event_queue: Any = None,
+        attrs: ReceiverAttributes | Mapping[str, Any] | None = None,
+    ) -> Receiver:
+        """A receiver for ``topic`` (``lbm_rcv_create``): ``callback(message)`` on the context thread, or
+        through ``event_queue``.  Sources already in the resolver cache are joined at once."""
+        self._check_open("create a receiver")
+        return Receiver(
+            self, topic, self._topic_attributes("receiver", topic, attrs), callback, clientd, event_queue
+        )
+
+    def create_wildcard_receiver(
+        self,
+        pattern: str,
+        callback: ReceiverCallback | None = None,
+        clientd: Any = None,
+        *,
+        event_queue: Any = None,
+        attrs: WildcardReceiverAttributes | Mapping[str, Any] | None = None,
+        receiver_attrs: ReceiverAttributes | Mapping[str, Any] | None = None,
+    ) -> WildcardReceiver:
+        """A receiver for every topic matching the PCRE ``pattern`` (``lbm_wildcard_rcv_create``).
+
+        Patterns are evaluated with Python's ``re`` module (``search``: unanchored unless the pattern
+        uses ``^``/``$``).  ``receiver_attrs`` are receiver options for the topics it subscribes to.
+        """
+        self._check_open("create a wildcard receiver")
+        if not isinstance(pattern, str) or not pattern:
+            raise ConfigError(
+                f"a wildcard pattern must be a non-empty string, not {pattern!r}", value=pattern
+            )
+        wattrs = self.config.attributes(
+            "wildcard_receiver", context=self.name, topic=pattern, overrides=attrs
+        )
+        rattrs = self.config.attributes("receiver", context=self.name, overrides=receiver_attrs)
+        merged = _merge_scopes(wattrs, rattrs)
+        return WildcardReceiver(self, pattern, merged, callback, clientd, event_queue)
+
+    def topic_resolution_request(
+        self,
+        flags: int = ResolutionRequestFlags.ADVERTISEMENT
+        | ResolutionRequestFlags.QUERY
+        | ResolutionRequestFlags.WILDCARD_QUERY,
+    ) -> None:
+        """Wake quiescent topic resolution here and in every context of the domain
+        (``lbm_context_topic_resolution_request``, seed 8.1.6)."""
+        self._check_open("request topic resolution")
+        self._on_loop(self._resolver.topic_resolution_request, int(flags))
+
+    def statistics(self) -> ContextStatistics:
+        """A snapshot of the context's counters."""
+        self._check_open("read statistics")
+        return self._on_loop_sync(self._statistics)
+
+    def _statistics(self) -> ContextStatistics:
+        engine = self._resolver.engine.statistics()
+        link = self._resolver.link.statistics()
+        values = {f.name: getattr(engine, f.name) for f in fields(engine)}
+        children = self.open_objects
+        values.update(
+            tr_dgrams_send_failed=link.tr_dgrams_send_failed,
+            sources=sum(1 for c in children if isinstance(c, Source)),
+            receivers=sum(1 for c in children if isinstance(c, Receiver)),
+            wildcard_receivers=sum(1 for c in children if isinstance(c, WildcardReceiver)),
+            tcp_sessions=len(self._tcp_pool.sessions) if self._tcp_pool else 0,
+        )
+        return ContextStatistics(**values)
+
+    def resolver_cache(self, topic: str | None = None) -> list[str]:
+        """Source strings of the sources in the resolver cache (of ``topic``, or all)."""
+        return self._on_loop_sync(
+            lambda: [self._resolver.source_string(i) for i in self._resolver.engine.cached_sources(topic)]
+        )
+
+    # -- internal hooks for sources and receivers ---------------------------------------------------
+    def _on_loop(self, func: Callable[..., Any], *args: Any) -> None:
+        self._loop.call_soon(func, *args)
+
+    def _on_loop_sync(self, func: Callable[[], _T]) -> _T:
+        """Run ``func`` where the loop's state may be read: directly in sequential mode or on the context
+        thread itself, otherwise on the context thread while the caller waits."""
+        if self._thread is None or threading.current_thread() is self._thread:
+            return func()
+        done = threading.Event()
+        box: list[Any] = []
+
+        def run() -> None:
+            try:
+                box.append((True, func()))
+            except BaseException as exc:  # handed back to the caller
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        self._loop.call_soon(run)
+        if not done.wait(30):
+            raise InvalidStateError(
+                "the context thread did not answer within 30 s (is a callback blocking it?)"
+            )
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return cast(_T, value)
+
+    def _tcp_session_for(self, attrs: Attributes) -> TcpSourceSession:
+        with self._lock:
+            if self._tcp_pool is None:
+                self._tcp_pool = TcpSessionPool(
+                    self._loop,
+                    self.attributes,
+                    resolve_interface(self.attributes.get("default_interface")),
+                    self.log,
+                )
+            return self._tcp_pool.session_for(attrs)  # type: ignore[arg-type]
+
+    def _release_tcp_session(self, session: TcpSourceSession) -> None:
+        with self._lock:
+            if self._tcp_pool is not None and not session.topics:
+                self._tcp_pool.release(session)
+
+    def _resolver_source_string(self, info: TopicInfo) -> str:
+        return self._resolver.source_string(info)
+
+    @staticmethod
+    def _advertisement_phases(attrs: Attributes) -> PhaseParams:
+        return advertisement_phases(attrs)
+
+    @staticmethod
+    def _query_phases(attrs: Attributes) -> PhaseParams:
+        return query_phases(attrs)
+
+    @staticmethod
+    def _wildcard_phases(attrs: Attributes) -> PhaseParams:
+        return wildcard_phases(attrs)
+
     # -- sequential mode -----------------------------------------------------------------------------
     def _check_sequential(self, api: str) -> None:
         if self.operational_mode != "sequential":
@@ -341,9 +585,15 @@ class Context:
                     "join that thread first (seed 3.0 step 6)"
                 )
             self._closed = True
+        if self._thread is not None:
+            self._loop.call_soon(self._resolver.close)  # final advertisements go out from the loop
+        else:
+            self._resolver.close()
         self._loop.stop()
         if self._thread is not None:
             self._thread.join()
+        if self._tcp_pool is not None:
+            self._tcp_pool.close()
         pending = self._loop.close()
         if pending:
             self.log.debug("closed with %d timer(s) that never fired", len(pending))
@@ -361,13 +611,42 @@ class Context:
         self.close()
 
     def __del__(self) -> None:
-        # A context dropped without close(): stop its thread so the interpreter can exit.
+        # A context dropped without close(): stop its thread and release its sockets.
         try:
-            if not self._closed and self._thread is not None:
+            if not self._closed and getattr(self, "_resolver", None) is not None:
+                self._closed = True
                 self._loop.stop()
+                if self._thread is not None and self._thread is not threading.current_thread():
+                    self._thread.join(5)
+                self._resolver.link.close()
+                if self._tcp_pool is not None:
+                    self._tcp_pool.close()
+                self._loop.close()
         except Exception:  # never raise from __del__
             pass
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else self.operational_mode
         return f"<Context {self.log.label} {state}>"
+
+
+class _WildcardAttributes(Attributes):
+    """A wildcard receiver reads wildcard_receiver options and, for its topics, receiver options."""
+
+    __slots__ = ("_receiver",)
+
+    def __init__(self, wildcard: Attributes, receiver: Attributes) -> None:
+        super().__init__("wildcard_receiver")
+        self._values = dict(wildcard._values)
+        self._origins = dict(wildcard._origins)
+        self._receiver = receiver
+
+    def get(self, name: str) -> Any:
+        try:
+            return super().get(name)
+        except ConfigError:
+            return self._receiver.get(name)
+
+
+def _merge_scopes(wildcard: Attributes, receiver: Attributes) -> Attributes:
+    return _WildcardAttributes(wildcard, receiver)

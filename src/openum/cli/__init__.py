@@ -71,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from openum.cli import _config_cmd, _lbmrd_cmd
+    from openum.cli import _config_cmd, _lbmrd_cmd, _tr_monitor
 
     parser = _Parser(
         prog="openum",
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = config_arguments()
     _config_cmd.register(sub, common)
     _lbmrd_cmd.register(sub, common)
+    _tr_monitor.register(sub, common)
     return parser
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -211,6 +211,8 @@ class Interface(OptionType):
 
     def parse(self, text: str) -> str:
         stripped = text.strip()
+        if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+            stripped = stripped[1:-1].strip()  # UM quotes device names: "eth0"
         if "/" in stripped:
             try:
                 return str(ipaddress.IPv4Network(stripped, strict=False))
@@ -357,7 +359,8 @@ class Enum(OptionType):
 class CallbackType(OptionType):
     """A function (plus optional client data) settable only from code (seed 3.7).
 
-    From code, give a callable or a ``(callable, clientd)`` pair; the value is held as that pair.
+    From code, give a callable, a ``(callable, clientd)`` pair, or for create/delete notifications a
+    ``(create, delete, clientd)`` triple; the value is held as that tuple.
     """
 
     signature: str = "callback(...)"
@@ -373,13 +376,20 @@ class CallbackType(OptionType):
             self.describe(),
         )
 
-    def coerce(self, value: Any) -> tuple[Callable[..., Any], Any] | None:
+    def coerce(self, value: Any) -> tuple[Any, ...] | None:
         if value is None:
             return None
         if callable(value):
             return (value, None)
         if isinstance(value, tuple) and len(value) == 2 and callable(value[0]):
             return (value[0], value[1])
+        if (
+            isinstance(value, tuple)
+            and len(value) == 3
+            and callable(value[0])
+            and (value[1] is None or callable(value[1]))
+        ):
+            return (value[0], value[1], value[2])  # (create, delete, clientd) notification pairs
         if isinstance(value, str):
             return self.parse(value)  # type: ignore[no-any-return]
         raise OptionValueError(f"expected a callable, got {type(value).__name__}", self.describe())

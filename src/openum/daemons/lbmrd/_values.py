@@ -10,6 +10,8 @@ import ipaddress
 import re
 from typing import Final
 
+from openum.transport._interfaces import parse_network
+
 __all__ = [
     "DEFAULT_ACTIVITY_MS",
     "DEFAULT_INTERFACE",
@@ -86,30 +88,6 @@ def parse_host(text: str) -> str:
     raise ValueError(
         f"address {value!r} is not valid; allowed: a dotted-decimal IPv4 host address such as 10.1.1.50"
     )
-
-
-def parse_network(text: str) -> tuple[ipaddress.IPv4Network, bool]:
-    """``<network>``: an IPv4 address (a /32) or CIDR network; ``(network, host bits were set)``.
-
-    The short form of the seed's example, ``192.168.1/24``, fills the missing octets with 0.  DNS names
-    are not allowed (seed §16.1.9).
-    """
-    value = text.strip()
-    allowed = "allowed: an IPv4 address or a CIDR network such as 10.1.0.0/16 or 192.168.1/24 (no DNS names)"
-    addr, slash, prefix = value.partition("/")
-    octets = addr.split(".")
-    if not slash:
-        if len(octets) != 4:
-            raise ValueError(f"network {value!r} is not valid; {allowed}")
-    elif not 1 <= len(octets) <= 4 or not re.fullmatch(r"[0-9]{1,2}", prefix) or int(prefix) > 32:
-        raise ValueError(f"network {value!r} is not valid; {allowed}")
-    if not all(
-        re.fullmatch(r"[0-9]{1,3}", o) and int(o) <= 255 and (o == "0" or o[0] != "0") for o in octets
-    ):
-        raise ValueError(f"network {value!r} is not valid; {allowed}")
-    full = ".".join(octets + ["0"] * (4 - len(octets)))
-    net = ipaddress.IPv4Network(f"{full}/{prefix if slash else 32}", strict=False)
-    return net, net.network_address != ipaddress.IPv4Address(full)
 
 
 def parse_interface(text: str) -> str:

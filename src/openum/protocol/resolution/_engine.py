@@ -21,11 +21,11 @@ Conventions of openum on the wire (decoding cleanly in Wireshark):
 
 from __future__ import annotations
 
-import random
 import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from openum.protocol._rng import Rng
 from openum.protocol.resolution._ratelimit import TrRateLimiter
 from openum.protocol.resolution._schedule import Phase, PhaseParams, PhaseSchedule
 from openum.protocol.resolution._unicast import DaemonAddress, UnicastDaemons
@@ -287,7 +287,7 @@ class ResolverEngine:
 
     RATE_KINDS: Final = ("initial_adv", "sustain_adv", "initial_query", "sustain_query", "wildcard_query")
 
-    def __init__(self, settings: ResolverSettings, rng: random.Random) -> None:
+    def __init__(self, settings: ResolverSettings, rng: Rng) -> None:
         self.settings = settings
         self.rng = rng
         self._sources: dict[int, _Source] = {}

@@ -11,8 +11,9 @@ through all of them.  Keepalives go to every daemon not otherwise sent to within
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
+
+from openum.protocol._rng import Rng
 
 __all__ = ["DaemonAddress", "UnicastDaemons"]
 
@@ -35,7 +36,7 @@ class UnicastDaemons:
     """The configured daemons, the current one, and their liveness."""
 
     addresses: list[DaemonAddress]
-    rng: random.Random
+    rng: Rng
     change_interval_ns: int = 500 * NS_PER_MS
     activity_timeout_ns: int = 1000 * NS_PER_MS
     keepalive_interval_ns: int = 500 * NS_PER_MS

@@ -71,7 +71,7 @@ def topic_name_block(topic: str) -> bytes:
     return bytes((_NHDR_DATA, len(body) + 2)) + body
 
 
-def encode_data_topic_into(  # noqa: PLR0917 - positional on purpose: the per-message hot path
+def encode_data_topic_into(
     buf: bytearray | memoryview, offset: int, topic_index: int, sqn: int, topic_block: bytes, payload: Buffer
 ) -> int:
     """Like :func:`encode_data_into` with a TOPICNAME header (``topic_block`` from

@@ -256,7 +256,7 @@ _new_object = object.__new__
 _set_field = object.__setattr__
 
 
-def _trusted_message(  # noqa: PLR0917 - internal, positional for speed on the decode path
+def _trusted_message(
     mtype: MessageType,
     tidx: int,
     sqn: int,

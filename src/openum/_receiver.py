@@ -1,0 +1,259 @@
+"""Receivers and wildcard receivers (seed 3.4, 3.4.2, 8.1.2-8.1.3).
+
+A receiver subscribes to one topic; a wildcard receiver to every topic matching a PCRE pattern.
+Callbacks run on the context thread unless the receiver was given an :class:`~openum.EventQueue`.
+
+Source notifications (``source_notification_function``, seed 7.1): ``create(source_string, clientd)``
+is called when the receiver finds a source (its return value becomes that source's ``source_clientd``)
+and ``delete(source_string, clientd, source_clientd)`` when the source goes away.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from openum._message import Message
+from openum.config import Attributes
+from openum.protocol.resolution import ReceiverSpec, SourceKey, WildcardSpec, compile_pattern, source_key
+from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
+from openum.wire.lbmr import TopicInfo
+
+if TYPE_CHECKING:
+    from openum._context import Context
+
+__all__ = ["Receiver", "WildcardReceiver"]
+
+_ids = itertools.count(1)
+
+ReceiverCallback = Callable[[Message], Any]
+
+
+class _Subscriber:
+    """What receivers and wildcard receivers share: callbacks, event queue, known sources."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        attrs: Attributes,
+        callback: ReceiverCallback | None,
+        clientd: Any,
+        event_queue: EventQueue | None,
+    ) -> None:
+        if callback is not None and not callable(callback):
+            raise TypeError("the receiver callback must be callable (it is called with each Message)")
+        self.id = next(_ids)
+        self.ctx = ctx
+        self.attributes = attrs
+        self.callback = callback
+        self.clientd = clientd
+        self.event_queue = event_queue
+        self.closed = False
+        self.sources: dict[SourceKey, tuple[str, Any]] = {}  # key -> (source string, source clientd)
+        self._notify = attrs.get("source_notification_function")
+        if event_queue is not None:
+            event_queue.attach(self)
+
+    # -- notifications (on the loop) ------------------------------------------------------------------
+    def _notify_create(self, source: str) -> Any:
+        if self._notify is None:
+            return None
+        try:
+            with callback_scope():
+                return self._notify[0](source, self._notify[-1])
+        except Exception:
+            self.ctx.log.exception("source_notification_function create callback raised")
+            return None
+
+    def _notify_delete(self, source: str, source_clientd: Any) -> None:
+        if self._notify is None or len(self._notify) != 3 or self._notify[1] is None:
+            return
+        try:
+            with callback_scope():
+                self._notify[1](source, self._notify[-1], source_clientd)
+        except Exception:
+            self.ctx.log.exception("source_notification_function delete callback raised")
+
+    def _add_source(self, info: TopicInfo, text: str) -> bool:
+        key = source_key(info)
+        if self.closed or key in self.sources:
+            return False
+        self.sources[key] = (text, self._notify_create(text))
+        return True
+
+    def _remove_source(self, info: TopicInfo) -> bool:
+        entry = self.sources.pop(source_key(info), None)
+        if entry is None:
+            return False
+        self._notify_delete(*entry)
+        return True
+
+    def _deliver(self, msg: Message, kind: EventKind) -> None:
+        """Hand one message to the callback: now (context thread) or through the event queue."""
+        if self.callback is None or self.closed:
+            return
+        msg.receiver_clientd = self.clientd
+        if self.event_queue is not None:
+            self.event_queue.enqueue(kind, self._run_callback, msg)
+        else:
+            self._run_callback(msg)
+
+    def _run_callback(self, msg: Message) -> None:
+        if self.closed or self.callback is None:
+            return
+        try:
+            if self.event_queue is None:
+                with callback_scope():
+                    self.callback(msg)
+            else:
+                self.callback(msg)
+        except Exception:
+            self.ctx.log.exception("receiver callback for %r raised", msg.topic)
+        finally:
+            msg._callback_done()
+
+    @property
+    def source_strings(self) -> list[str]:
+        """The sources this receiver knows of (UM source strings)."""
+        return [text for text, _ in self.sources.values()]
+
+
+class Receiver(_Subscriber):
+    """A subscription to one topic (``lbm_rcv_t``); create with :meth:`Context.create_receiver`."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        topic: str,
+        attrs: Attributes,
+        callback: ReceiverCallback | None,
+        clientd: Any,
+        event_queue: EventQueue | None,
+    ) -> None:
+        super().__init__(ctx, attrs, callback, clientd, event_queue)
+        self.topic = topic
+        spec = ReceiverSpec(
+            topic,
+            ctx._query_phases(attrs),
+            attrs.get("resolution_number_of_sources_query_threshold"),
+            attrs.get("resolution_no_source_notification_threshold"),
+        )
+        ctx._add_child(self)
+        ctx._on_loop(ctx._resolver.add_receiver, self, spec)
+
+    def _source_found(self, info: TopicInfo, text: str) -> None:
+        self._add_source(info, text)
+
+    def _source_gone(self, info: TopicInfo, text: str) -> None:
+        self._remove_source(info)
+
+    def close(self) -> None:
+        """Delete the receiver (``lbm_rcv_delete``)."""
+        forbid_in_callback("Receiver.close()")
+        if self.closed:
+            return
+        self.closed = True
+        self.ctx._on_loop(self._closed_on_loop)
+        self.ctx._remove_child(self)
+        if self.event_queue is not None:
+            self.event_queue.detach(self)
+
+    def _closed_on_loop(self) -> None:
+        self.ctx._resolver.remove_receiver(self)
+        for text, source_clientd in list(self.sources.values()):
+            self._notify_delete(text, source_clientd)
+        self.sources.clear()
+
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Receiver {self.topic!r} {len(self.sources)} source(s){' closed' if self.closed else ''}>"
+
+
+class WildcardReceiver(_Subscriber):
+    """A subscription to every topic matching a pattern (``lbm_wildcard_rcv_t``, seed 3.4.2)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        pattern: str,
+        attrs: Attributes,
+        callback: ReceiverCallback | None,
+        clientd: Any,
+        event_queue: EventQueue | None,
+    ) -> None:
+        from openum._errors import ConfigError
+        from openum._resolver import pattern_type_code
+
+        self.pattern = pattern
+        self.pattern_type = attrs.get("pattern_type")
+        if self.pattern_type == "appcb":
+            raise ConfigError(
+                "pattern_type appcb is deprecated since UM 6.1 and not supported; use pcre",
+                option="pattern_type",
+                scope="wildcard_receiver",
+                value="appcb",
+                allowed="pcre",
+            )
+        code = pattern_type_code(self.pattern_type)
+        try:
+            self.regex: re.Pattern[str] = compile_pattern(pattern, code)
+        except re.error as exc:
+            raise ConfigError(
+                f"invalid wildcard pattern {pattern!r}: {exc}",
+                value=pattern,
+                allowed="a PCRE-style regular expression (Python re syntax)",
+            ) from None
+        super().__init__(ctx, attrs, callback, clientd, event_queue)
+        self.topics: dict[str, int] = {}  # topic -> sources known on it
+        spec = WildcardSpec(pattern, code, ctx._wildcard_phases(attrs))
+        ctx._add_child(self)
+        ctx._on_loop(ctx._resolver.add_wildcard, self, spec)
+
+    def matches(self, topic: str) -> bool:
+        return self.regex.search(topic) is not None
+
+    def _source_found(self, info: TopicInfo, text: str) -> None:
+        if self._add_source(info, text):
+            self.topics[info.topic] = self.topics.get(info.topic, 0) + 1
+
+    def _source_gone(self, info: TopicInfo, text: str) -> None:
+        if self._remove_source(info):
+            left = self.topics.get(info.topic, 1) - 1
+            if left:
+                self.topics[info.topic] = left
+            else:
+                self.topics.pop(info.topic, None)
+
+    def close(self) -> None:
+        """Delete the wildcard receiver (``lbm_wildcard_rcv_delete``)."""
+        forbid_in_callback("WildcardReceiver.close()")
+        if self.closed:
+            return
+        self.closed = True
+        self.ctx._on_loop(self._closed_on_loop)
+        self.ctx._remove_child(self)
+        if self.event_queue is not None:
+            self.event_queue.detach(self)
+
+    def _closed_on_loop(self) -> None:
+        self.ctx._resolver.remove_wildcard(self)
+        for text, source_clientd in list(self.sources.values()):
+            self._notify_delete(text, source_clientd)
+        self.sources.clear()
+
+    def __enter__(self) -> WildcardReceiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<WildcardReceiver {self.pattern!r} {len(self.topics)} topic(s){state}>"

@@ -1,0 +1,196 @@
+"""Topic resolution inside a context: the engine and its sockets, and what discovery means for the
+context's receivers (seed 7.1, 8.1).
+
+Everything here runs on the context's loop (its thread in embedded mode); the context marshals calls
+with ``call_soon``.  Application callbacks (source notifications, receiver messages) run there too, or
+through the receiver's event queue.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from openum._message import Message, MsgType
+from openum._source_string import SourceStringError, from_topic_info
+from openum.config import Attributes
+from openum.protocol.resolution import (
+    NoSourceNotification,
+    PhaseParams,
+    ReceiverSpec,
+    SourceDiscovered,
+    SourceLeft,
+    SourceSpec,
+    WildcardSpec,
+    source_key,
+)
+from openum.protocol.resolution._engine import Event
+from openum.runtime import EventKind, callback_scope
+from openum.transport.resolver_udp import ResolverLink
+from openum.wire.lbmr import PATTERN_PCRE, PATTERN_REGEX, TopicInfo
+
+if TYPE_CHECKING:
+    from openum._context import Context
+    from openum._receiver import Receiver, WildcardReceiver
+
+__all__ = ["ContextResolver", "advertisement_phases", "query_phases", "wildcard_phases"]
+
+MS_PER_S = 1000
+
+
+def advertisement_phases(attrs: Attributes) -> PhaseParams:
+    return PhaseParams.from_ms(
+        attrs.get("resolver_advertisement_minimum_initial_interval"),
+        attrs.get("resolver_advertisement_maximum_initial_interval"),
+        attrs.get("resolver_advertisement_minimum_initial_duration"),
+        attrs.get("resolver_advertisement_sustain_interval"),
+        attrs.get("resolver_advertisement_minimum_sustain_duration") * MS_PER_S,
+    )
+
+
+def query_phases(attrs: Attributes) -> PhaseParams:
+    return PhaseParams.from_ms(
+        attrs.get("resolver_query_minimum_initial_interval"),
+        attrs.get("resolver_query_maximum_initial_interval"),
+        attrs.get("resolver_query_minimum_initial_duration"),
+        attrs.get("resolver_query_sustain_interval"),
+        attrs.get("resolver_query_minimum_sustain_duration") * MS_PER_S,
+    )
+
+
+def wildcard_phases(attrs: Attributes) -> PhaseParams:
+    # Wildcard receivers have no sustaining query phase (seed 8.1.3).
+    return PhaseParams.from_ms(
+        attrs.get("resolver_query_minimum_interval"),
+        attrs.get("resolver_query_maximum_interval"),
+        attrs.get("resolver_query_minimum_duration") * MS_PER_S,
+        0,
+        0,
+    )
+
+
+def pattern_type_code(name: str) -> int:
+    return {"pcre": PATTERN_PCRE, "regex": PATTERN_REGEX}.get(name, PATTERN_PCRE)
+
+
+class ContextResolver:
+    """The context's topic resolution: engine, sockets and the fan-out of discoveries."""
+
+    def __init__(self, ctx: Context, rng: random.Random | None = None) -> None:
+        self.ctx = ctx
+        self.instance = secrets.token_bytes(8)
+        self.include_index: bool = ctx.attributes.get("source_includes_topic_index")
+        self.link = ResolverLink(
+            ctx._loop, ctx.attributes, self.instance, self._on_events, self._on_no_source, ctx.log, rng
+        )
+        self.engine = self.link.engine
+        self._receivers: dict[int, Receiver] = {}
+        self._receivers_by_topic: dict[str, list[Receiver]] = {}
+        self._wildcards: dict[int, WildcardReceiver] = {}
+        self._notify = ctx.attributes.get("resolver_source_notification_function")
+
+    def source_string(self, info: TopicInfo) -> str:
+        try:
+            return from_topic_info(info).format(include_topic_index=self.include_index)
+        except SourceStringError:
+            # A transport UM's source strings do not cover (LBT-RDMA, unknown types from foreign peers).
+            suffix = f"[{info.index}]" if self.include_index else ""
+            return (
+                f"{type(info.transport).__name__.replace('Transport', '').upper()}:{info.transport}{suffix}"
+            )
+
+    # -- sources (on the loop) ----------------------------------------------------------------------
+    def add_source(self, source_id: int, spec: SourceSpec) -> None:
+        events = self.engine.add_source(source_id, spec, self.ctx.now_ns())
+        self._on_events(events)
+        self.link.reschedule()
+
+    def remove_source(self, source_id: int) -> None:
+        events = self.engine.remove_source(source_id, self.ctx.now_ns())
+        self._on_events(events)
+        self.link.reschedule()
+
+    # -- receivers (on the loop) --------------------------------------------------------------------
+    def add_receiver(self, rcv: Receiver, spec: ReceiverSpec) -> None:
+        self._receivers[rcv.id] = rcv
+        self._receivers_by_topic.setdefault(rcv.topic, []).append(rcv)
+        for info in self.engine.add_receiver(rcv.id, spec, self.ctx.now_ns()):
+            rcv._source_found(info, self.source_string(info))  # from the cache: no network wait (seed 7.1)
+        self.link.reschedule()
+
+    def remove_receiver(self, rcv: Receiver) -> None:
+        self.engine.remove_receiver(rcv.id)
+        self._receivers.pop(rcv.id, None)
+        peers = self._receivers_by_topic.get(rcv.topic, [])
+        if rcv in peers:
+            peers.remove(rcv)
+        if not peers:
+            self._receivers_by_topic.pop(rcv.topic, None)
+        self.link.reschedule()
+
+    def add_wildcard(self, wrcv: WildcardReceiver, spec: WildcardSpec) -> None:
+        self._wildcards[wrcv.id] = wrcv
+        for info in self.engine.add_wildcard(wrcv.id, spec, self.ctx.now_ns()):
+            wrcv._source_found(info, self.source_string(info))
+        self.link.reschedule()
+
+    def remove_wildcard(self, wrcv: WildcardReceiver) -> None:
+        self.engine.remove_wildcard(wrcv.id)
+        self._wildcards.pop(wrcv.id, None)
+        self.link.reschedule()
+
+    def source_lost(self, info: TopicInfo) -> None:
+        self.engine.source_lost(info.topic, source_key(info), self.ctx.now_ns())
+        self.link.reschedule()
+
+    def topic_resolution_request(self, flags: int) -> None:
+        self.engine.topic_resolution_request(flags, self.ctx.now_ns())
+        self.link.reschedule()
+
+    # -- engine events ------------------------------------------------------------------------------
+    def _on_events(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, SourceDiscovered):
+                text = self.source_string(event.info)
+                self._call_notify(0, event.topic, text)
+                for rcv in list(self._receivers_by_topic.get(event.topic, ())):
+                    rcv._source_found(event.info, text)
+                for wrcv in list(self._wildcards.values()):
+                    if wrcv.matches(event.topic):
+                        wrcv._source_found(event.info, text)
+            elif isinstance(event, SourceLeft):
+                text = self.source_string(event.info)
+                self._call_notify(1, event.topic, text)
+                for rcv in list(self._receivers_by_topic.get(event.topic, ())):
+                    rcv._source_gone(event.info, text)
+                for wrcv in list(self._wildcards.values()):
+                    if wrcv.matches(event.topic):
+                        wrcv._source_gone(event.info, text)
+
+    def _call_notify(self, which: int, topic: str, source: str) -> None:
+        if self._notify is None:
+            return
+        func: Callable[..., Any] | None = (
+            self._notify[0] if which == 0 else (self._notify[1] if len(self._notify) == 3 else None)
+        )
+        if func is None:
+            return
+        clientd = self._notify[-1]
+        try:
+            with callback_scope():
+                func(topic, source, clientd)
+        except Exception:
+            self.ctx.log.exception("resolver_source_notification_function raised")
+
+    def _on_no_source(self, notes: list[NoSourceNotification]) -> None:
+        for note in notes:
+            rcv = self._receivers.get(note.receiver_id)
+            if rcv is not None:
+                rcv._deliver(Message(MsgType.NO_SOURCE_NOTIFICATION, note.topic), EventKind.DATA)
+
+    def close(self) -> None:
+        # Best effort: final advertisements queued by sources closed just before go out now.
+        self.link._send_due(None)
+        self.link.close()

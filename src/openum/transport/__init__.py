@@ -1,0 +1,1 @@
+"""Transports: bind protocol state machines to sockets (ARCHITECTURE.md 2)."""

@@ -1,0 +1,292 @@
+"""UDP topic resolution sockets for one context (seed 8.1, 8.1.9): binds a sans-I/O
+:class:`~openum.protocol.resolution.ResolverEngine` to real sockets and the context's event loop.
+
+- **Multicast** (no ``resolver_unicast_daemon``): a receiving socket bound to the resolver group and port
+  (shared with other contexts on the host through ``SO_REUSEPORT``) joined on the resolver interface, and
+  a sending socket bound to that interface with ``IP_MULTICAST_IF`` and loopback on, so that contexts on
+  the same host hear each other.  The interface defaults to 127.0.0.1: nothing leaves the machine until
+  a deployment sets ``default_interface`` or ``resolver_multicast_interface``.
+- **Unicast**: one socket bound to the interface and the first free port of
+  ``resolver_unicast_port_low..high``; datagrams go to the engine's current lbmrd.
+
+The link runs on the context's loop thread only; the context marshals calls onto it.
+"""
+
+from __future__ import annotations
+
+import errno
+import random
+import socket
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from openum._errors import SystemCallError
+from openum.config import ContextAttributes
+from openum.protocol.resolution import (
+    NoSourceNotification,
+    ResolverEngine,
+    ResolverSettings,
+)
+from openum.protocol.resolution._engine import Event
+from openum.runtime import NS_PER_MS, EventLoop, FdEvent
+from openum.transport._interfaces import InterfaceError, resolve_interface
+
+__all__ = ["LinkStatistics", "ResolverLink", "resolver_settings"]
+
+_MAX_DRAIN = 64  # datagrams read per readiness event before letting timers run
+
+
+def _daemon_address(entry: str) -> tuple[str | None, tuple[str, int]]:
+    """``[iface->]ip:port`` -> (interface or None, (ip, port))."""
+    iface: str | None = None
+    if "->" in entry:
+        iface, entry = entry.split("->", 1)
+    ip, _, port = entry.rpartition(":")
+    return iface, (ip, int(port))
+
+
+def resolver_settings(attrs: ContextAttributes, context_instance: bytes) -> ResolverSettings:
+    """Engine settings from a context's effective attributes."""
+    daemons = attrs.get("resolver_unicast_daemon") or ()
+    return ResolverSettings(
+        context_instance=context_instance,
+        initial_advertisements=(
+            attrs.get("resolver_initial_advertisements_per_second"),
+            attrs.get("resolver_initial_advertisement_bps"),
+        ),
+        sustain_advertisements=(
+            attrs.get("resolver_sustain_advertisements_per_second"),
+            attrs.get("resolver_sustain_advertisement_bps"),
+        ),
+        initial_queries=(
+            attrs.get("resolver_initial_queries_per_second"),
+            attrs.get("resolver_initial_query_bps"),
+        ),
+        sustain_queries=(
+            attrs.get("resolver_sustain_queries_per_second"),
+            attrs.get("resolver_sustain_query_bps"),
+        ),
+        wildcard_queries=(
+            attrs.get("resolver_wildcard_queries_per_second"),
+            attrs.get("resolver_wildcard_query_bps"),
+        ),
+        datagram_max_size=attrs.get("resolver_datagram_max_size"),
+        unicast_daemons=tuple(_daemon_address(d)[1] for d in daemons),
+        unicast_change_interval_ms=attrs.get("resolver_unicast_change_interval"),
+        unicast_activity_timeout_ms=attrs.get("resolver_unicast_activity_timeout"),
+        unicast_keepalive_interval_ms=attrs.get("resolver_unicast_keepalive_interval"),
+        unicast_force_alive=attrs.get("resolver_unicast_force_alive"),
+        disable_udp=attrs.get("resolver_disable_udp_topic_resolution"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LinkStatistics:
+    """Socket-level counters of the resolver link.
+
+    ``tr_dgrams_send_failed``: datagrams the socket refused (UM's counter of that name).
+    ``tr_dgrams_truncated``: datagrams larger than the receive buffer (dropped).
+    """
+
+    tr_dgrams_send_failed: int
+    tr_dgrams_truncated: int
+
+
+class ResolverLink:
+    """The sockets of UDP topic resolution, driven by the context's loop."""
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        attrs: ContextAttributes,
+        context_instance: bytes,
+        on_events: Callable[[list[Event]], None],
+        on_no_source: Callable[[list[NoSourceNotification]], None],
+        log: Any,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.loop = loop
+        self.log = log
+        self.on_events = on_events
+        self.on_no_source = on_no_source
+        self.engine = ResolverEngine(resolver_settings(attrs, context_instance), rng or random.Random())
+        self._timer: int | None = None
+        self._timer_deadline: int | None = None
+        self._send_failed = 0
+        self._truncated = 0
+        self._sockets: list[socket.socket] = []
+        self._closed = False
+        settings = self.engine.settings
+        iface_spec = attrs.get("resolver_multicast_interface") or attrs.get("default_interface")
+        try:
+            self.interface = resolve_interface(iface_spec)
+        except InterfaceError as exc:
+            raise SystemCallError(f"topic resolution: {exc}") from None
+        self.group = attrs.get("resolver_multicast_outgoing_address") or attrs.get(
+            "resolver_multicast_address"
+        )
+        self.port = attrs.get("resolver_multicast_outgoing_port") or attrs.get("resolver_multicast_port")
+        in_group = attrs.get("resolver_multicast_incoming_address") or attrs.get("resolver_multicast_address")
+        in_port = attrs.get("resolver_multicast_incoming_port") or attrs.get("resolver_multicast_port")
+        try:
+            if settings.disable_udp:
+                self._tx: socket.socket | None = None
+            elif settings.unicast:
+                uc_spec = attrs.get("resolver_unicast_interface") or attrs.get("default_interface")
+                self.interface = resolve_interface(uc_spec)
+                self._tx = self._bind_unicast(attrs)
+                self._watch(self._tx)
+            else:
+                rx = self._bind_multicast_rx(
+                    in_group, in_port, attrs.get("resolver_multicast_receiver_socket_buffer")
+                )
+                self._watch(rx)
+                self._tx = self._bind_multicast_tx(attrs.get("resolver_multicast_ttl"))
+                self._watch(self._tx)  # lbmrd-style unicast answers and errors arrive here too
+        except OSError as exc:
+            self.close()
+            raise SystemCallError(f"topic resolution sockets: {exc.strerror or exc}") from exc
+        except InterfaceError as exc:
+            self.close()
+            raise SystemCallError(f"topic resolution: {exc}") from None
+
+    # -- sockets ------------------------------------------------------------------------------------
+    def _new_socket(self) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._sockets.append(sock)
+        sock.setblocking(False)
+        return sock
+
+    def _bind_multicast_rx(self, group: str, port: int, rcvbuf: int) -> socket.socket:
+        sock = self._new_socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if rcvbuf:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            except OSError:
+                self.log.warning("could not set the resolver receive buffer to %d bytes", rcvbuf)
+        sock.bind((group, port))
+        mreq = socket.inet_aton(group) + socket.inet_aton(self.interface)
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+        return sock
+
+    def _bind_multicast_tx(self, ttl: int) -> socket.socket:
+        sock = self._new_socket()
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(self.interface))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, struct.pack("B", ttl))
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+        sock.bind((self.interface, 0))
+        return sock
+
+    def _bind_unicast(self, attrs: ContextAttributes) -> socket.socket:
+        sock = self._new_socket()
+        low, high = attrs.get("resolver_unicast_port_low"), attrs.get("resolver_unicast_port_high")
+        fixed = attrs.get("resolver_unicast_port")
+        ports = [fixed] if fixed else list(range(low, high + 1))
+        last: OSError | None = None
+        for port in ports:
+            try:
+                sock.bind((self.interface, port))
+                return sock
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                last = exc
+        raise OSError(
+            errno.EADDRINUSE,
+            f"no free port for unicast topic resolution in {self.interface}:{ports[0]}-{ports[-1]} "
+            f"(resolver_unicast_port_low/high): {last.strerror if last else 'all in use'}",
+        )
+
+    def _watch(self, sock: socket.socket) -> None:
+        self.loop.register_fd(sock.fileno(), FdEvent.READ, self._readable, sock)
+
+    @property
+    def local_address(self) -> tuple[str, int] | None:
+        if self._tx is None:
+            return None
+        host, port = self._tx.getsockname()
+        return host, port
+
+    # -- receiving ----------------------------------------------------------------------------------
+    def _readable(self, _fd: int, _events: FdEvent, sock: socket.socket) -> None:
+        events: list[Event] = []
+        for _ in range(_MAX_DRAIN):
+            try:
+                data, _anc, flags, addr = sock.recvmsg(65536)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:  # e.g. ICMP port unreachable reported on the unicast socket
+                self.log.debug("topic resolution socket error: %s", exc)
+                break
+            if flags & socket.MSG_TRUNC:
+                self._truncated += 1
+                continue
+            events += self.engine.datagram_received(data, (addr[0], addr[1]), self.loop.clock.now_ns())
+        if events:
+            self.on_events(events)
+        self.reschedule()
+
+    # -- sending ------------------------------------------------------------------------------------
+    def _send_due(self, _clientd: Any) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        if self._closed:
+            return
+        now = self.loop.clock.now_ns()
+        for out in self.engine.poll(now):
+            destination = out.destination or (self.group, self.port)
+            try:
+                if self._tx is not None:
+                    self._tx.sendto(out.data, destination)
+            except OSError as exc:
+                self._send_failed += 1
+                self.log.warning(
+                    "topic resolution: sending %d bytes to %s:%d failed: %s",
+                    len(out.data),
+                    destination[0],
+                    destination[1],
+                    exc.strerror or exc,
+                )
+        notes = self.engine.no_source_notifications()
+        if notes:
+            self.on_no_source(notes)
+        self.reschedule()
+
+    def reschedule(self) -> None:
+        """(Re)arm the timer for the engine's next deadline; call after every engine change."""
+        if self._closed:
+            return
+        deadline = self.engine.next_deadline()
+        if deadline == self._timer_deadline:
+            return
+        if self._timer is not None:
+            self.loop.cancel_timer(self._timer)
+            self._timer = None
+            self._timer_deadline = None
+        if deadline is None:
+            return
+        delay_ms = max(0.0, (deadline - self.loop.clock.now_ns()) / NS_PER_MS)
+        self._timer = self.loop.schedule_timer(delay_ms, self._send_due)
+        self._timer_deadline = deadline
+
+    def statistics(self) -> LinkStatistics:
+        return LinkStatistics(self._send_failed, self._truncated)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self.loop.cancel_timer(self._timer)
+        for sock in self._sockets:
+            try:
+                self.loop.unregister_fd(sock.fileno())
+            except Exception:  # the loop may already be closed
+                pass
+            sock.close()
+        self._sockets.clear()
