@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,10 +73,10 @@ class Capture:
 
 
 @pytest.fixture
-def capture_lo(tshark_bin: str, tmp_path: Path) -> Iterator[type[Capture]]:
+def capture_lo(tshark_bin: str, tmp_path: Path) -> type[Capture]:
     if os.geteuid() != 0:
         pytest.skip("capturing on lo needs root (CI runs as root)")
-    yield Capture
+    return Capture
 
 
 def test_captured_topic_resolution_decodes_cleanly_and_follows_the_schedule(
