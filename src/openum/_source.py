@@ -60,6 +60,7 @@ class Source:
             ctx._advertisement_phases(attrs),
             attrs.get("resolver_advertisement_send_immediate_response"),
             attrs.get("resolver_send_final_advertisements"),
+            attrs.get("resolver_send_initial_advertisement"),
         )
         ctx._add_child(self)
         ctx._on_loop(ctx._resolver.add_source, self.id, spec)

@@ -328,3 +328,11 @@ def test_bad_wildcard_patterns_from_the_network_are_ignored(pattern: str) -> Non
     data = encode_packet(LbmrPacket(WildcardResolution((WildcardQuery(pattern),))))
     assert a.datagram_received(data, ("127.0.0.1", 1), 0) == []
     assert a.statistics().wildcard_tqrs_rcved == 1
+
+
+def test_no_initial_advertisement_starts_one_interval_later() -> None:
+    a = engine(1)
+    a.add_source(1, source("late", initial_advertisement=False), 0)
+    net = Net([a])
+    net.run_until(700)
+    assert net.times("tir:late") == [10, 30, 70, 150, 310, 630]

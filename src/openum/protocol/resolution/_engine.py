@@ -125,6 +125,7 @@ class SourceSpec:
     phases: PhaseParams
     immediate_response: bool = True
     final_advertisements: int = 0
+    initial_advertisement: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +334,7 @@ class ResolverEngine:
             (ContextInstanceOption(self.settings.context_instance),),
         )
         schedule = PhaseSchedule(spec.phases)
-        schedule.start(now_ns)
+        schedule.start(now_ns, send_now=spec.initial_advertisement)
         src = _Source(spec, info, schedule)
         self._sources[source_id] = src
         self._sources_by_topic.setdefault(spec.topic, []).append(src)

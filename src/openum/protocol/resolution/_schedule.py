@@ -84,13 +84,21 @@ class PhaseSchedule:
         self.sent = 0
 
     # -- starting and restarting ---------------------------------------------------------------------
-    def start(self, now_ns: int) -> None:
-        """A new source or receiver: initial phase (or sustaining if it is off), first send now."""
+    def start(self, now_ns: int, *, send_now: bool = True) -> None:
+        """A new source or receiver: initial phase (or sustaining if it is off), first send now.
+
+        ``send_now=False`` (``resolver_send_initial_advertisement 0``) skips the immediate first send:
+        the first goes out one interval later.
+        """
         if self.params.initial_enabled:
-            self._enter(Phase.INITIAL, now_ns, now_ns)
+            first = now_ns if send_now else now_ns + self.params.min_initial_ns
+            self._enter(Phase.INITIAL, now_ns, first)
             self._interval = self.params.min_initial_ns
+            if not send_now:
+                self._last_scheduled = now_ns  # the skipped send at 0 counts: the ladder doubles from here
         elif self.params.sustain_enabled:
-            self._enter(Phase.SUSTAINING, now_ns, now_ns)
+            first = now_ns if send_now else now_ns + self.params.sustain_interval_ns
+            self._enter(Phase.SUSTAINING, now_ns, first)
         else:
             self._quiesce()
 
