@@ -3,7 +3,7 @@
 The public API is what this module exports (``__all__``); every other module is internal.
 """
 
-from openum._context import Context, LogCallback
+from openum._context import Context, ContextStatistics, LogCallback
 from openum._errors import (
     LBM_EINVAL,
     LBM_ENOMEM,
@@ -14,13 +14,19 @@ from openum._errors import (
     LBM_FAILURE,
     ClosedError,
     ConfigError,
+    DaemonConnectionError,
     InvalidStateError,
     NoMemoryError,
+    NotSupportedError,
     OpenUMError,
     SystemCallError,
     TimedOutError,
     WouldBlock,
 )
+from openum._message import Message, MsgFlags, MsgType, SourceEvent
+from openum._receiver import Receiver, ReceiverStatistics, WildcardReceiver
+from openum._source import SendFlags, Source
+from openum._source_string import SourceString, SourceStringError
 from openum._version import __version__
 from openum.config import (
     Attributes,
@@ -48,6 +54,8 @@ __all__ = [
     "ConfigError",
     "Context",
     "ContextAttributes",
+    "ContextStatistics",
+    "DaemonConnectionError",
     "EventQueue",
     "EventQueueAttributes",
     "EventQueueStatistics",
@@ -55,13 +63,25 @@ __all__ = [
     "InvalidStateError",
     "LogCallback",
     "ManualClock",
+    "Message",
+    "MsgFlags",
+    "MsgType",
     "NoMemoryError",
+    "NotSupportedError",
     "OpenUMError",
     "QueueMonitorEvent",
+    "Receiver",
     "ReceiverAttributes",
+    "ReceiverStatistics",
+    "SendFlags",
+    "Source",
     "SourceAttributes",
+    "SourceEvent",
+    "SourceString",
+    "SourceStringError",
     "SystemCallError",
     "TimedOutError",
+    "WildcardReceiver",
     "WildcardReceiverAttributes",
     "WouldBlock",
     "__version__",

@@ -27,6 +27,7 @@ from openum._errors import ClosedError, ConfigError, InvalidStateError
 from openum._receiver import Receiver, ReceiverCallback, WildcardReceiver
 from openum._resolver import ContextResolver, advertisement_phases, query_phases, wildcard_phases
 from openum._source import Source
+from openum._subscription import Subscriptions
 from openum.config import (
     Attributes,
     Config,
@@ -233,6 +234,7 @@ class Context:
         except Exception:
             self._loop.close()
             raise
+        self._subscriptions = Subscriptions(self)
         if self.operational_mode == "embedded":
             self._thread = threading.Thread(
                 target=self._loop.run, name=f"openum-context-{self.log.label}", daemon=True
@@ -371,10 +373,17 @@ class Context:
         *,
         event_callback: Any = None,
         clientd: Any = None,
+        event_queue: Any = None,
     ) -> Source:
-        """A source for ``topic`` (``lbm_src_topic_alloc`` + ``lbm_src_create``), advertised at once."""
+        """A source for ``topic`` (``lbm_src_topic_alloc`` + ``lbm_src_create``), advertised at once.
+
+        ``event_callback(event, info, clientd)`` receives source events (CONNECT, DISCONNECT, WAKEUP) on
+        the context thread, or through ``event_queue``.
+        """
         self._check_open("create a source")
-        return Source(self, topic, self._topic_attributes("source", topic, attrs), event_callback, clientd)
+        return Source(
+            self, topic, self._topic_attributes("source", topic, attrs), event_callback, clientd, event_queue
+        )
 
     def create_receiver(
         self,
@@ -496,6 +505,18 @@ class Context:
                 )
             return self._tcp_pool.session_for(attrs)  # type: ignore[arg-type]
 
+    def retrieve_transport_stats(self, source: str) -> Any:
+        """Statistics of the transport session this context receives ``source`` on
+        (``lbm_rcv_retrieve_transport_stats``), or of its own source with that source string."""
+        self._check_open("read statistics")
+        for child in self.open_objects:
+            if isinstance(child, Source) and child.source_string == source:
+                return child.statistics()
+        stats = self._on_loop_sync(lambda: self._subscriptions.transport_statistics(source))
+        if stats is None:
+            raise InvalidStateError(f"this context has no transport session for source {source!r}")
+        return stats
+
     def _release_tcp_session(self, session: TcpSourceSession) -> None:
         with self._lock:
             if self._tcp_pool is not None and not session.topics:
@@ -586,8 +607,10 @@ class Context:
                 )
             self._closed = True
         if self._thread is not None:
+            self._loop.call_soon(self._subscriptions.close)
             self._loop.call_soon(self._resolver.close)  # final advertisements go out from the loop
         else:
+            self._subscriptions.close()
             self._resolver.close()
         self._loop.stop()
         if self._thread is not None:

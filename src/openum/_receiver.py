@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openum._message import Message
+from openum._message import Message, MsgType
 from openum.config import Attributes
 from openum.protocol.resolution import ReceiverSpec, SourceKey, WildcardSpec, compile_pattern, source_key
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
@@ -24,9 +25,30 @@ from openum.wire.lbmr import TopicInfo
 if TYPE_CHECKING:
     from openum._context import Context
 
-__all__ = ["Receiver", "WildcardReceiver"]
+__all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 
 _ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiverStatistics:
+    """What a receiver delivered to its callback.
+
+    ``msgs_rcved``/``bytes_rcved``: data messages and their payload bytes.  ``bos``/``eos``: session
+    events.  ``unrecoverable_loss``: messages declared lost (one per sequence number).
+    ``unrecoverable_loss_burst``: burst-loss events.  ``no_source_notifications``.  ``sources``: sources
+    the receiver knows now.
+    """
+
+    msgs_rcved: int
+    bytes_rcved: int
+    bos: int
+    eos: int
+    unrecoverable_loss: int
+    unrecoverable_loss_burst: int
+    no_source_notifications: int
+    sources: int
+
 
 ReceiverCallback = Callable[[Message], Any]
 
@@ -52,6 +74,8 @@ class _Subscriber:
         self.event_queue = event_queue
         self.closed = False
         self.sources: dict[SourceKey, tuple[str, Any]] = {}  # key -> (source string, source clientd)
+        self._counts: dict[MsgType, int] = {}
+        self._bytes = 0
         self._notify = attrs.get("source_notification_function")
         if event_queue is not None:
             event_queue.attach(self)
@@ -92,13 +116,33 @@ class _Subscriber:
 
     def _deliver(self, msg: Message, kind: EventKind) -> None:
         """Hand one message to the callback: now (context thread) or through the event queue."""
-        if self.callback is None or self.closed:
+        if self.closed:
+            return
+        counts = self._counts
+        counts[msg.type] = counts.get(msg.type, 0) + 1
+        if msg.type is MsgType.DATA:
+            self._bytes += len(msg._data)
+        if self.callback is None:
             return
         msg.receiver_clientd = self.clientd
         if self.event_queue is not None:
+            msg.retain()  # the receive buffer is reused before the queue is dispatched
             self.event_queue.enqueue(kind, self._run_callback, msg)
         else:
             self._run_callback(msg)
+
+    def _statistics(self) -> ReceiverStatistics:
+        c = self._counts
+        return ReceiverStatistics(
+            msgs_rcved=c.get(MsgType.DATA, 0),
+            bytes_rcved=self._bytes,
+            bos=c.get(MsgType.BOS, 0),
+            eos=c.get(MsgType.EOS, 0),
+            unrecoverable_loss=c.get(MsgType.UNRECOVERABLE_LOSS, 0),
+            unrecoverable_loss_burst=c.get(MsgType.UNRECOVERABLE_LOSS_BURST, 0),
+            no_source_notifications=c.get(MsgType.NO_SOURCE_NOTIFICATION, 0),
+            sources=len(self.sources),
+        )
 
     def _run_callback(self, msg: Message) -> None:
         if self.closed or self.callback is None:
@@ -144,10 +188,16 @@ class Receiver(_Subscriber):
         ctx._on_loop(ctx._resolver.add_receiver, self, spec)
 
     def _source_found(self, info: TopicInfo, text: str) -> None:
-        self._add_source(info, text)
+        if self._add_source(info, text):
+            self.ctx._subscriptions.join(self, info, text)
 
     def _source_gone(self, info: TopicInfo, text: str) -> None:
+        self.ctx._subscriptions.leave_source(self, info)
         self._remove_source(info)
+
+    def statistics(self) -> ReceiverStatistics:
+        """Counters of this receiver (messages and events delivered to its callback)."""
+        return self._statistics()
 
     def close(self) -> None:
         """Delete the receiver (``lbm_rcv_delete``)."""
@@ -162,6 +212,7 @@ class Receiver(_Subscriber):
 
     def _closed_on_loop(self) -> None:
         self.ctx._resolver.remove_receiver(self)
+        self.ctx._subscriptions.leave(self)
         for text, source_clientd in list(self.sources.values()):
             self._notify_delete(text, source_clientd)
         self.sources.clear()
@@ -222,8 +273,14 @@ class WildcardReceiver(_Subscriber):
     def _source_found(self, info: TopicInfo, text: str) -> None:
         if self._add_source(info, text):
             self.topics[info.topic] = self.topics.get(info.topic, 0) + 1
+            self.ctx._subscriptions.join(self, info, text)
+
+    def statistics(self) -> ReceiverStatistics:
+        """Counters of this wildcard receiver (messages and events delivered to its callback)."""
+        return self._statistics()
 
     def _source_gone(self, info: TopicInfo, text: str) -> None:
+        self.ctx._subscriptions.leave_source(self, info)
         if self._remove_source(info):
             left = self.topics.get(info.topic, 1) - 1
             if left:
@@ -244,6 +301,7 @@ class WildcardReceiver(_Subscriber):
 
     def _closed_on_loop(self) -> None:
         self.ctx._resolver.remove_wildcard(self)
+        self.ctx._subscriptions.leave(self)
         for text, source_clientd in list(self.sources.values()):
             self._notify_delete(text, source_clientd)
         self.sources.clear()

@@ -1,47 +1,81 @@
 """Sources (seed 3.3): a publisher of one topic on a transport session.
 
 Creating a source maps it onto a transport session of the context (seed 2.9), gives it a topic index
-on that session and starts advertising it through topic resolution (seed 8.1).  The data path of each
-transport lands with that transport; today's sources advertise the TCP transport (issue 4: "a source
-may open its listening socket without carrying data yet").
+on that session and starts advertising it through topic resolution (seed 8.1).  ``send`` encodes the
+message straight into the session's batch buffer on the caller's thread (ARCHITECTURE.md 3).
+
+Source events (seed 2.11.2-2.11.3) reach ``event_callback(event, info, clientd)`` on the context thread
+(or through the source's event queue): ``CONNECT``/``DISCONNECT`` with the receiver's ``"ip:port"`` when a
+receiver joins or leaves the transport session, and ``WAKEUP`` once sending may resume after a
+non-blocking send raised :class:`~openum.WouldBlock`.
 """
 
 from __future__ import annotations
 
+import enum
 import itertools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from openum._errors import NotSupportedError
+from openum._errors import ClosedError, NotSupportedError
+from openum._message import SourceEvent
 from openum.config import Attributes
 from openum.protocol.resolution import SourceSpec
-from openum.runtime import forbid_in_callback
-from openum.transport.tcp import TcpSourceSession
+from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
+from openum.transport.tcp import TcpSourceSession, TcpSourceStatistics
+from openum.wire import WireError
+from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
 from openum.wire.lbmr import TcpTransport, TopicInfo
 
 if TYPE_CHECKING:
     from openum._context import Context
 
-__all__ = ["Source"]
+__all__ = ["SendFlags", "Source", "SourceEventCallback"]
 
 _ids = itertools.count(1)
 
 #: Transports whose sources this version of openum can create.
 AVAILABLE_TRANSPORTS = ("tcp",)
 
+#: ``event_callback(event, info, clientd)``.
+SourceEventCallback = Callable[[SourceEvent, Any, Any], Any]
+
+
+class SendFlags(enum.IntFlag):
+    """Flags of :meth:`Source.send` (UM's ``LBM_MSG_*`` / ``LBM_SRC_NONBLOCK`` values)."""
+
+    NONE = 0
+    START_BATCH = 0x1  # deprecated explicit batching (seed 8.6.4)
+    END_BATCH = 0x2
+    FLUSH = 0x4  # send the implicit batch now (intelligent batching, seed 8.6.2)
+    NONBLOCK = 0x8  # raise WouldBlock instead of waiting (seed 2.11.3)
+
 
 class Source:
     """A source for one topic (``lbm_src_t``); create with :meth:`Context.create_source`."""
 
     def __init__(
-        self, ctx: Context, topic: str, attrs: Attributes, event_callback: Any, clientd: Any
+        self,
+        ctx: Context,
+        topic: str,
+        attrs: Attributes,
+        event_callback: SourceEventCallback | None,
+        clientd: Any,
+        event_queue: EventQueue | None = None,
     ) -> None:
+        if event_callback is not None and not callable(event_callback):
+            raise TypeError("event_callback must be callable: event_callback(event, info, clientd)")
         self.id = next(_ids)
         self.ctx = ctx
         self.topic = topic
         self.attributes = attrs
         self.event_callback = event_callback
         self.clientd = clientd
+        self.event_queue = event_queue
         self.closed = False
+        self._next_sqn = 0
+        self._last_send_ns: int | None = None
+        self._holding = False
         self.transport: str = attrs.get("transport")
         if self.transport not in AVAILABLE_TRANSPORTS:
             raise NotSupportedError(
@@ -49,7 +83,7 @@ class Source:
                 f"{', '.join(AVAILABLE_TRANSPORTS)}); set 'source transport tcp'"
             )
         self.session: TcpSourceSession = ctx._tcp_session_for(attrs)
-        self.topic_index = self.session.allocate_index(topic)
+        self.topic_index = self.session.allocate_index(self)
         transport = TcpTransport(self.session.interface, self.session.port, self.session.session_id)
         self.info = TopicInfo(topic, self.topic_index, transport)
         self.source_string: str = ctx._resolver_source_string(self.info)
@@ -62,20 +96,104 @@ class Source:
             attrs.get("resolver_send_final_advertisements"),
             attrs.get("resolver_send_initial_advertisement"),
         )
+        if event_queue is not None:
+            event_queue.attach(self)
         ctx._add_child(self)
         ctx._on_loop(ctx._resolver.add_source, self.id, spec)
 
+    # -- sending ------------------------------------------------------------------------------------
+    def send(
+        self,
+        data: bytes | bytearray | memoryview,
+        flags: int = SendFlags.NONE,
+        *,
+        properties: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Send one message (``lbm_src_send`` / ``lbm_src_send_ex``); returns its topic sequence number.
+
+        ``flags``: :class:`SendFlags` (``FLUSH`` pushes the implicit batch out now; ``NONBLOCK`` raises
+        :class:`~openum.WouldBlock` instead of waiting for slow receivers). ``properties``: message
+        properties (seed 10.11) as ``{name: value}``: bool, int (INT, or LONG when it does not fit), float
+        (DOUBLE) and str; give a ``openum.wire.lbmc.TypedValue`` for BYTE, SHORT, LONG or FLOAT.
+        Messages larger than a datagram are fragmented (seed 8.7).
+        """
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(f"send() takes bytes-like data, not {type(data).__name__} (encode text first)")
+        block = None if properties is None else _properties(properties)
+        flags = int(flags)
+        if flags & SendFlags.START_BATCH:
+            self._holding = True
+        hold = self._holding
+        if flags & SendFlags.END_BATCH:
+            self._holding = False
+            hold = False
+        return self.session.send(
+            self,
+            data,
+            flush=bool(flags & SendFlags.FLUSH),
+            nonblock=bool(flags & SendFlags.NONBLOCK),
+            hold=hold,
+            properties=block,
+        )
+
+    def flush(self) -> None:
+        """Send what implicit batching holds now (``lbm_src_flush``)."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        self.session.flush()
+
+    @property
+    def sequence_number(self) -> int:
+        """The topic sequence number the next message will get."""
+        return self._next_sqn
+
+    # -- events (context thread) ---------------------------------------------------------------------
+    def _session_event(self, code: int, info: Any) -> None:
+        if self.event_callback is None or self.closed:
+            return
+        event = SourceEvent(code)
+        text = f"{info[0]}:{info[1]}" if isinstance(info, tuple) else info
+        if self.event_queue is not None:
+            self.event_queue.enqueue(EventKind.SOURCE, self._run_event, event, text)
+        else:
+            self._run_event(event, text)
+
+    def _run_event(self, event: SourceEvent, info: Any) -> None:
+        assert self.event_callback is not None
+        try:
+            if self.event_queue is None:
+                with callback_scope():
+                    self.event_callback(event, info, self.clientd)
+            else:
+                self.event_callback(event, info, self.clientd)
+        except Exception:
+            self.ctx.log.exception("source event callback of %r raised", self.topic)
+
+    # -- statistics and closing -----------------------------------------------------------------------
+    def statistics(self) -> TcpSourceStatistics:
+        """Counters of the source's transport session (shared by the sources on it)."""
+        return self.session.statistics()
+
     def close(self) -> None:
-        """Delete the source (``lbm_src_delete``): stop advertising; send final advertisements when
-        ``resolver_send_final_advertisements`` asks for them; release the session when it is empty."""
+        """Delete the source (``lbm_src_delete``): flush what is batched, stop advertising (final
+        advertisements when ``resolver_send_final_advertisements`` asks for them), and release the
+        session when it has no source left (its receivers then get EOS)."""
         forbid_in_callback("Source.close()")
         if self.closed:
             return
+        try:
+            self.session.flush()
+        except ClosedError:
+            pass
         self.closed = True
         self.ctx._on_loop(self.ctx._resolver.remove_source, self.id)
         self.session.release_index(self.topic_index)
         self.ctx._release_tcp_session(self.session)
         self.ctx._remove_child(self)
+        if self.event_queue is not None:
+            self.event_queue.detach(self)
 
     def __enter__(self) -> Source:
         return self
@@ -85,3 +203,22 @@ class Source:
 
     def __repr__(self) -> str:
         return f"<Source {self.topic!r} {self.source_string}{' closed' if self.closed else ''}>"
+
+
+def _properties(values: Mapping[str, Any]) -> PropertiesBlock:
+    if isinstance(values, PropertiesBlock):
+        return values
+    if not isinstance(values, Mapping):
+        raise TypeError("properties must be a mapping of name -> value")
+    for name, value in values.items():
+        if not isinstance(name, str):
+            raise TypeError(f"property names are strings, not {name!r}")
+        if not isinstance(value, bool | int | float | str | TypedValue | Property):
+            raise TypeError(
+                f"property {name!r}: {type(value).__name__} values are not supported "
+                "(bool, int, float, str, or openum.wire.lbmc.TypedValue)"
+            )
+    try:
+        return PropertiesBlock.from_mapping(values)
+    except WireError as exc:
+        raise ValueError(f"invalid message properties: {exc}") from None

@@ -73,7 +73,9 @@ class EventLoop:
 
     # -- wake-up -------------------------------------------------------------------------------------
     def wake(self) -> None:
-        """Interrupt a blocked select (from any thread)."""
+        """Interrupt a blocked select (from any thread; a no-op on the loop's own thread)."""
+        if self._running_thread is not None and threading.current_thread() is self._running_thread:
+            return  # the loop re-checks its timers and calls before it selects again
         try:
             os.write(self._wake_w, b"\x00")
         except BlockingIOError:
@@ -154,6 +156,21 @@ class EventLoop:
                 event_queue.attach(self)
             self._fds[fd] = _FdRegistration(fd, events, callback, clientd, event_queue)
             self._selector.register(fd, self._sel_events(events), fd)
+        self.wake()
+
+    def modify_fd(self, fd: int, events: FdEvent) -> None:
+        """Change which events of a registered descriptor are watched (from any thread)."""
+        if not events or events & ~(FdEvent.READ | FdEvent.WRITE):
+            raise ValueError("events must be FdEvent.READ, FdEvent.WRITE or both")
+        with self._lock:
+            reg = self._fds.get(fd)
+            if reg is None:
+                raise InvalidStateError(f"file descriptor {fd} is not registered with this context")
+            if reg.events == events:
+                return
+            reg.events = events
+            if not reg.paused:
+                self._selector.modify(fd, self._sel_events(events), fd)
         self.wake()
 
     def unregister_fd(self, fd: int) -> bool:
