@@ -1,0 +1,382 @@
+"""``openum send``, ``openum recv`` and ``openum wrecv`` (like UM's lbmsrc, lbmrcv and lbmwrcv; CLI.md).
+
+Payload of message i (from 0): 8-byte big-endian i, padded with zero bytes to ``--size``.  ``recv
+--verify`` checks that every source's counters arrive as 0, 1, 2, ... and counts gaps, duplicates and
+out-of-order messages.  Long runs print a live progress line to stderr when it is a terminal; ``--json``
+prints the final summary as one JSON object on the last stdout line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from openum._errors import WouldBlock
+from openum._message import Message, MsgType, SourceEvent
+
+__all__ = ["register"]
+
+_COUNTER = struct.Struct(">Q")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    send = sub.add_parser(
+        "send",
+        parents=[common],
+        help="publish messages on a topic (like lbmsrc)",
+        description="Publish --count messages on TOPIC. Message i carries i as an 8-byte "
+        "big-endian counter, padded to --size bytes.",
+    )
+    send.add_argument("topic")
+    send.add_argument("--count", type=_positive, default=1000, help="messages to send (default 1000)")
+    send.add_argument("--size", type=_size, default=64, help="payload bytes, at least 8 (default 64)")
+    send.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        metavar="MSGS_PER_SEC",
+        help="send at most this many messages per second (default: as fast as possible)",
+    )
+    send.add_argument(
+        "--transport",
+        choices=("tcp", "lbtru", "lbtrm", "lbtipc", "lbtsmx"),
+        default=None,
+        help="transport (default: the configuration's, tcp)",
+    )
+    send.add_argument(
+        "--delay",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="wait this long after creating the source before the first send, so receivers "
+        "can resolve and join (default 1)",
+    )
+    send.add_argument(
+        "--wait-receivers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also wait (up to 60 s) until N receivers have connected (TCP)",
+    )
+    send.add_argument(
+        "--linger",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="keep the source alive this long after the last send (default 1)",
+    )
+    send.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
+    send.set_defaults(handler=cmd_send)
+
+    for name, what in (("recv", "TOPIC"), ("wrecv", "PATTERN")):
+        rcv = sub.add_parser(
+            name,
+            parents=[common],
+            help="receive messages on a topic (like lbmrcv)"
+            if name == "recv"
+            else "receive messages on every topic matching a pattern (like lbmwrcv)",
+            description=f"Receive messages on {what}; stop after --count data messages, or "
+            "after --timeout seconds without a data message.",
+        )
+        rcv.add_argument("target", metavar=what)
+        rcv.add_argument("--count", type=_positive, default=None, help="stop after this many data messages")
+        rcv.add_argument(
+            "--timeout",
+            type=float,
+            default=10.0,
+            metavar="SECONDS",
+            help="stop after this long without a data message (default 10)",
+        )
+        rcv.add_argument(
+            "--verify",
+            action="store_true",
+            help="check every source's counters arrive as 0, 1, 2, ... (exit 1 otherwise)",
+        )
+        rcv.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
+        rcv.add_argument(
+            "--event-queue",
+            action="store_true",
+            help="deliver through an event queue dispatched by the main thread",
+        )
+        rcv.set_defaults(handler=cmd_recv, wildcard=name == "wrecv")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _size(text: str) -> int:
+    value = int(text)
+    if value < 8:
+        raise argparse.ArgumentTypeError(f"--size must be at least 8 bytes (the counter), not {value}")
+    return value
+
+
+class _Progress:
+    """A live progress line on stderr when it is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self._last = 0.0
+
+    def show(self, text: str, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.enabled and (force or now - self._last >= 0.25):
+            self._last = now
+            sys.stderr.write("\r" + text.ljust(79)[:120])
+            sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def _emit(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print("  ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+        for key, value in summary.items():
+            if isinstance(value, dict):
+                for name, count in sorted(value.items()):
+                    print(f"  {key}: {name} {count}")
+
+
+def _context(args: argparse.Namespace) -> Any:
+    from openum._context import Context
+    from openum.cli import build_config
+
+    return Context(build_config(args))
+
+
+# -- send ----------------------------------------------------------------------------------------------
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from openum._source import SendFlags
+
+    attrs = {"transport": args.transport} if args.transport else None
+    progress = _Progress()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    connected = threading.Semaphore(0)
+    wakeup = threading.Event()
+
+    def on_event(event: SourceEvent, _info: Any, _clientd: Any) -> None:
+        if event is SourceEvent.CONNECT:
+            connected.release()
+        elif event is SourceEvent.WAKEUP:
+            wakeup.set()
+
+    with _context(args) as ctx:
+        src = ctx.create_source(args.topic, attrs, event_callback=on_event)
+        if args.delay > 0:
+            stop.wait(args.delay)
+        deadline = time.monotonic() + 60
+        for _ in range(args.wait_receivers):
+            if not connected.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                print(
+                    f"openum send: {args.wait_receivers} receiver(s) did not connect within 60 s",
+                    file=sys.stderr,
+                )
+                return EXIT_FAILED
+        payload = bytearray(args.size)
+        pack = _COUNTER.pack_into
+        interval = 1.0 / args.rate if args.rate > 0 else 0.0
+        sent = 0
+        start = time.monotonic()
+        next_send = start
+        try:
+            while sent < args.count and not stop.is_set():
+                pack(payload, 0, sent)
+                flags = SendFlags.FLUSH if (interval or sent == args.count - 1) else SendFlags.NONE
+                src.send(payload, flags)
+                sent += 1
+                if interval:
+                    next_send += interval
+                    pause = next_send - time.monotonic()
+                    if pause > 0:
+                        stop.wait(pause)
+                if not sent & 0x3FF:
+                    progress.show(f"sent {sent}/{args.count}")
+        except WouldBlock:  # pragma: no cover - sends are blocking here
+            pass
+        except KeyboardInterrupt:
+            pass
+        src.flush()
+        seconds = time.monotonic() - start
+        progress.done()
+        source_string = src.source_string
+        if args.linger > 0:
+            stop.wait(args.linger)
+        src.close()
+    rate = sent / seconds if seconds > 0 else 0.0
+    _emit(
+        {
+            "sent": sent,
+            "bytes": sent * args.size,
+            "seconds": round(seconds, 6),
+            "msgs_per_sec": round(rate, 1),
+            "transport": args.transport or "tcp",
+            "source": source_string,
+        },
+        args.json,
+    )
+    return EXIT_OK
+
+
+# -- recv / wrecv ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tally:
+    received: int = 0
+    bytes: int = 0
+    gaps: int = 0
+    duplicates: int = 0
+    out_of_order: int = 0
+    bos: int = 0
+    eos: int = 0
+    unrecoverable_loss: int = 0
+    unrecoverable_loss_burst: int = 0
+    first: float | None = None
+    last: float | None = None
+    expected: dict[str, int] = field(default_factory=dict)  # per source: next counter
+    seen: dict[str, bytearray] = field(default_factory=dict)
+    topics: dict[str, int] = field(default_factory=dict)
+    sources: set[str] = field(default_factory=set)
+
+
+def cmd_recv(args: argparse.Namespace) -> int:
+    from openum.runtime import EventQueue
+
+    tally = _Tally()
+    done = threading.Event()
+    activity = threading.Event()
+    verify = args.verify
+    wildcard = args.wildcard
+    count = args.count
+    unpack = _COUNTER.unpack_from
+    progress = _Progress()
+
+    def on_message(msg: Message) -> None:
+        kind = msg.type
+        if kind is MsgType.DATA:
+            now = time.monotonic()
+            if tally.first is None:
+                tally.first = now
+            tally.last = now
+            tally.received += 1
+            data = msg.data
+            tally.bytes += len(data)
+            source = msg.source
+            tally.sources.add(source)
+            if wildcard:
+                tally.topics[msg.topic] = tally.topics.get(msg.topic, 0) + 1
+            if verify and len(data) >= 8:
+                _verify(tally, source if not wildcard else f"{msg.topic}|{source}", unpack(data, 0)[0])
+            activity.set()
+            if count is not None and tally.received >= count:
+                done.set()
+        elif kind is MsgType.BOS:
+            tally.bos += 1
+        elif kind is MsgType.EOS:
+            tally.eos += 1
+        elif kind is MsgType.UNRECOVERABLE_LOSS:
+            tally.unrecoverable_loss += 1
+        elif kind is MsgType.UNRECOVERABLE_LOSS_BURST:
+            tally.unrecoverable_loss_burst += 1
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    evq = EventQueue() if args.event_queue else None
+    with _context(args) as ctx:
+        if wildcard:
+            rcv = ctx.create_wildcard_receiver(args.target, on_message, event_queue=evq)
+        else:
+            rcv = ctx.create_receiver(args.target, on_message, event_queue=evq)
+        try:
+            while not done.is_set() and not stop.is_set():
+                if evq is not None:
+                    timer = threading.Timer(0.2, evq.unblock)
+                    timer.start()
+                    evq.dispatch(evq.BLOCK)
+                    timer.cancel()
+                    got = activity.is_set()
+                else:
+                    got = activity.wait(0.2)
+                if got:
+                    activity.clear()
+                    progress.show(f"received {tally.received}" + (f"/{count}" if count else ""))
+                    continue
+                idle_since = tally.last if tally.last is not None else tally.first
+                reference = idle_since if idle_since is not None else _start_time(args)
+                if time.monotonic() - reference >= args.timeout:
+                    break
+        except KeyboardInterrupt:
+            pass
+        rcv.close()
+    if evq is not None:
+        evq.close()
+    progress.done()
+    seconds = (tally.last - tally.first) if tally.first is not None and tally.last is not None else 0.0
+    summary: dict[str, Any] = {
+        "received": tally.received,
+        "bytes": tally.bytes,
+        "seconds": round(seconds, 6),
+        "msgs_per_sec": round(tally.received / seconds, 1) if seconds > 0 else 0.0,
+        "sources": len(tally.sources),
+        "gaps": tally.gaps,
+        "duplicates": tally.duplicates,
+        "out_of_order": tally.out_of_order,
+        "unrecoverable_loss": tally.unrecoverable_loss,
+        "unrecoverable_loss_burst": tally.unrecoverable_loss_burst,
+        "bos": tally.bos,
+        "eos": tally.eos,
+    }
+    if wildcard:
+        summary["topics"] = dict(sorted(tally.topics.items()))
+    _emit(summary, args.json)
+    complete = count is None or tally.received >= count
+    clean = not verify or (tally.gaps == tally.duplicates == tally.out_of_order == 0)
+    return EXIT_OK if complete and clean else EXIT_FAILED
+
+
+_STARTED = time.monotonic()
+
+
+def _start_time(_args: argparse.Namespace) -> float:
+    return _STARTED
+
+
+def _verify(tally: _Tally, key: str, counter: int) -> None:
+    """Counters must arrive as 0, 1, 2, ... per source: count gaps, duplicates and out-of-order ones."""
+    got = tally.seen.setdefault(key, bytearray())
+    if counter >= len(got):
+        if counter > 1 << 32:
+            tally.gaps += 1
+            return
+        got.extend(bytes(counter + 1 - len(got) + 4096))
+    if got[counter]:
+        tally.duplicates += 1
+        return
+    got[counter] = 1
+    expected = tally.expected.get(key, 0)
+    if counter == expected:
+        tally.expected[key] = counter + 1
+    elif counter > expected:
+        tally.gaps += 1
+        tally.expected[key] = counter + 1
+    else:
+        tally.out_of_order += 1
