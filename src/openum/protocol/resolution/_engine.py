@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from openum.protocol._rng import Rng
 from openum.protocol.resolution._ratelimit import TrRateLimiter
-from openum.protocol.resolution._schedule import Phase, PhaseParams, PhaseSchedule
+from openum.protocol.resolution._schedule import DueIndex, Phase, PhaseParams, PhaseSchedule
 from openum.protocol.resolution._unicast import DaemonAddress, UnicastDaemons
 from openum.wire import WireError
 from openum.wire.lbmr import (
@@ -250,7 +250,7 @@ class _Source:
     spec: SourceSpec
     info: TopicInfo
     schedule: PhaseSchedule
-    answer_due: bool = False
+    id: int
 
 
 @dataclass(slots=True)
@@ -321,7 +321,18 @@ class ResolverEngine:
             else None
         )
         self._packet_options = (SourceIdOption(settings.context_instance),)
+        self._due_sources = DueIndex(self._source_next)
+        self._due_receivers = DueIndex(self._receiver_next)
+        self._answers: set[int] = set()
         self._counters = _Counters()
+
+    def _source_next(self, key: object) -> int | None:
+        src = self._sources.get(key)  # type: ignore[call-overload]
+        return None if src is None else src.schedule.next_ns
+
+    def _receiver_next(self, key: object) -> int | None:
+        rcv = self._receivers.get(key)  # type: ignore[call-overload]
+        return None if rcv is None else rcv.schedule.next_ns
 
     # -- local sources ------------------------------------------------------------------------------
     def add_source(self, source_id: int, spec: SourceSpec, now_ns: int) -> list[Event]:
@@ -333,16 +344,17 @@ class ResolverEngine:
             0,
             (ContextInstanceOption(self.settings.context_instance),),
         )
-        schedule = PhaseSchedule(spec.phases)
-        schedule.start(now_ns, send_now=spec.initial_advertisement)
-        src = _Source(spec, info, schedule)
+        schedule = PhaseSchedule(spec.phases, lambda t: self._due_sources.update(source_id, t))
+        src = _Source(spec, info, schedule, source_id)
         self._sources[source_id] = src
+        schedule.start(now_ns, send_now=spec.initial_advertisement)
         self._sources_by_topic.setdefault(spec.topic, []).append(src)
         return self._cache_add(info, None, local=True)
 
     def remove_source(self, source_id: int, now_ns: int) -> list[Event]:
         """Stop advertising; queue final advertisements if the source asked for them."""
         src = self._sources.pop(source_id, None)
+        self._answers.discard(source_id)
         if src is None:
             return []
         peers = self._sources_by_topic.get(src.spec.topic, [])
@@ -361,7 +373,9 @@ class ResolverEngine:
     # -- local receivers ----------------------------------------------------------------------------
     def add_receiver(self, receiver_id: int, spec: ReceiverSpec, now_ns: int) -> list[TopicInfo]:
         """Start querying (unless enough sources are known) and return the cached sources of the topic."""
-        rcv = _Receiver(spec, PhaseSchedule(spec.phases))
+        rcv = _Receiver(
+            spec, PhaseSchedule(spec.phases, lambda t: self._due_receivers.update(receiver_id, t))
+        )
         self._receivers[receiver_id] = rcv
         self._receivers_by_topic.setdefault(spec.topic, []).append(rcv)
         cached = list(self._cache.get(spec.topic, {}).values())
@@ -559,7 +573,7 @@ class ResolverEngine:
     def _answer(self, src: _Source, now_ns: int) -> None:
         """A query for this source's topic: answer it, and run another sustaining phase (seed 8.1.5)."""
         if src.spec.immediate_response:
-            src.answer_due = True
+            self._answers.add(src.id)
             if src.schedule.phase is not Phase.INITIAL:
                 src.schedule.restart_sustaining(now_ns, send_now=False)
         elif src.schedule.phase is not Phase.INITIAL:
@@ -588,27 +602,23 @@ class ResolverEngine:
         self._last_poll_ns = now_ns
         infos: list[TopicInfo] = []
         queries: list[TopicQuery | WildcardQuery] = []
-        for src in self._sources.values():
-            scheduled = src.schedule.due(now_ns)
-            if not (scheduled or src.answer_due):
+        # Answers to queries first: they are what a waiting receiver needs.
+        for source_id in list(self._answers):
+            src = self._sources.get(source_id)
+            if src is None:
+                self._answers.discard(source_id)
                 continue
             if not self._allow(self._limit_for(src.schedule.phase, query=False), _tir_size(src.info), now_ns):
-                continue
+                break
+            self._answers.discard(source_id)
             infos.append(src.info)
-            if scheduled:
+            if src.schedule.due(now_ns):
                 src.schedule.mark_sent(now_ns)
             elif src.schedule.phase is Phase.INITIAL:
                 src.schedule.answered(now_ns)
-            src.answer_due = False
-        for rcv in self._receivers.values():
-            if not rcv.schedule.due(now_ns):
-                continue
-            if not self._allow(
-                self._limit_for(rcv.schedule.phase, query=True), len(rcv.spec.topic) + 1, now_ns
-            ):
-                continue
+        infos += self._send_due(self._due_sources, self._sources, query=False, now_ns=now_ns)
+        for rcv in self._send_due(self._due_receivers, self._receivers, query=True, now_ns=now_ns):
             queries.append(TopicQuery(rcv.spec.topic))
-            rcv.schedule.mark_sent(now_ns)
             if not self._cache.get(rcv.spec.topic):
                 rcv.queries_unanswered += 1
         for wc in self._wildcards.values():
@@ -630,6 +640,33 @@ class ResolverEngine:
             self._counters.add("requests_sent")
         self._requests.clear()
         return self._address(out, now_ns)
+
+    def _send_due(self, index: DueIndex, objects: dict[int, Any], *, query: bool, now_ns: int) -> list[Any]:
+        """Take the due schedules of ``index`` in time order while their rate limits allow; the rest
+        stay due (re-indexed) until the limits refresh.  Returns the source infos or receivers sent."""
+        out: list[Any] = []
+        deferred: list[tuple[int, int]] = []
+        exhausted: set[int] = set()
+        for due, key in index.pop_due(now_ns):
+            obj = objects[key]  # type: ignore[index]
+            limiter = self._limit_for(obj.schedule.phase, query=query)
+            if id(limiter) in exhausted:
+                deferred.append((key, due))  # type: ignore[arg-type]
+                if len(exhausted) == 2:
+                    break
+                continue
+            size = _tir_size(obj.info) if not query else len(obj.spec.topic) + 1
+            if not self._allow(limiter, size, now_ns):
+                exhausted.add(id(limiter))
+                deferred.append((key, due))  # type: ignore[arg-type]
+                if len(exhausted) == 2:
+                    break
+                continue
+            out.append(obj.info if not query else obj)
+            obj.schedule.mark_sent(now_ns)
+        for key, due in deferred:
+            index.update(key, due)
+        return out
 
     def _due_finals(self, now_ns: int) -> list[bytes]:
         out: list[bytes] = []
@@ -681,14 +718,12 @@ class ResolverEngine:
         if self.settings.disable_udp:
             return None
         times: list[int] = []
-        for src in self._sources.values():
-            if src.answer_due:
-                times.append(0)
-            if src.schedule.next_ns is not None:
-                times.append(src.schedule.next_ns)
-        for sched in [r.schedule for r in self._receivers.values()]:
-            if sched.next_ns is not None:
-                times.append(sched.next_ns)
+        if self._answers:
+            times.append(0)
+        for index in (self._due_sources, self._due_receivers):
+            earliest = index.earliest()
+            if earliest is not None:
+                times.append(earliest)
         for sched in [w.schedule for w in self._wildcards.values()]:
             if sched.next_ns is not None:
                 times.append(sched.next_ns)

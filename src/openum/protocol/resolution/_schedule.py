@@ -20,9 +20,12 @@ phase (its duration is a minimum).
 from __future__ import annotations
 
 import enum
+import heapq
+import itertools
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["Phase", "PhaseParams", "PhaseSchedule"]
+__all__ = ["DueIndex", "Phase", "PhaseParams", "PhaseSchedule"]
 
 NS_PER_MS = 1_000_000
 
@@ -72,16 +75,37 @@ class PhaseParams:
 class PhaseSchedule:
     """When the next advertisement (or query) of one topic is due."""
 
-    __slots__ = ("_interval", "_last_scheduled", "_phase_start", "next_ns", "params", "phase", "sent")
+    __slots__ = (
+        "_interval",
+        "_last_scheduled",
+        "_listener",
+        "_next",
+        "_phase_start",
+        "params",
+        "phase",
+        "sent",
+    )
 
-    def __init__(self, params: PhaseParams) -> None:
+    def __init__(self, params: PhaseParams, listener: Callable[[int | None], None] | None = None) -> None:
         self.params = params
         self.phase = Phase.QUIESCENT
-        self.next_ns: int | None = None
+        self._listener = listener
+        self._next: int | None = None
         self._phase_start = 0
         self._interval = 0
         self._last_scheduled: int | None = None
         self.sent = 0
+
+    @property
+    def next_ns(self) -> int | None:
+        """When the next send is due (None: nothing scheduled)."""
+        return self._next
+
+    @next_ns.setter
+    def next_ns(self, value: int | None) -> None:
+        self._next = value
+        if self._listener is not None:
+            self._listener(value)  # lets an index of due schedules follow the change
 
     # -- starting and restarting ---------------------------------------------------------------------
     def start(self, now_ns: int, *, send_now: bool = True) -> None:
@@ -184,3 +208,45 @@ class PhaseSchedule:
 
     def __repr__(self) -> str:
         return f"<PhaseSchedule {self.phase.value} next={self.next_ns} sent={self.sent}>"
+
+
+class DueIndex:
+    """The schedules that are due, earliest first: a heap with lazy deletion.
+
+    Thousands of topics make scanning every schedule on every tick too slow; the index holds one entry
+    per change of a schedule's ``next_ns`` and drops entries that no longer match when it meets them.
+    """
+
+    __slots__ = ("_heap", "_lookup", "_seq")
+
+    def __init__(self, lookup: Callable[[Hashable], int | None]) -> None:
+        self._heap: list[tuple[int, int, Hashable]] = []
+        self._seq = itertools.count()
+        self._lookup = lookup  # key -> the schedule's current next_ns (None: gone or idle)
+
+    def update(self, key: Hashable, next_ns: int | None) -> None:
+        if next_ns is not None:
+            heapq.heappush(self._heap, (next_ns, next(self._seq), key))
+
+    def _clean(self) -> None:
+        heap = self._heap
+        while heap and self._lookup(heap[0][2]) != heap[0][0]:
+            heapq.heappop(heap)
+
+    def earliest(self) -> int | None:
+        self._clean()
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now_ns: int) -> Iterator[tuple[int, Hashable]]:
+        """Yield ``(due time, key)`` of each due schedule once; the caller re-``update``s what it defers."""
+        heap = self._heap
+        seen: set[Hashable] = set()
+        while heap and heap[0][0] <= now_ns:
+            due, _, key = heapq.heappop(heap)
+            if self._lookup(key) != due or key in seen:
+                continue
+            seen.add(key)
+            yield due, key
+
+    def __len__(self) -> int:
+        return len(self._heap)
