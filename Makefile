@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .PHONY: run test lint typecheck unit system-deps docs clean help
 
 help:
-	@echo "make run    - the main job (today: show the effective default configuration)"
+	@echo "make run    - the main demo: simulated market data, publisher -> wildcard subscriber (about 20 s)"
 	@echo "make test   - lint, type-check and run every test (installs what is missing)"
 	@echo "make lint   - ruff and mypy only"
 	@echo "make docs   - regenerate docs/configuration.md from the option registry"
@@ -33,7 +33,7 @@ system-deps:
 	@./scripts/system-deps.sh
 
 run: $(STAMP_CORE)
-	$(VENV)/bin/openum config show
+	$(VENV)/bin/openum demo
 
 lint: $(STAMP_ALL)
 	$(VENV)/bin/ruff check src tests bench

@@ -18,7 +18,19 @@ import openum
 SRC = Path(openum.__file__).resolve().parent
 
 # Lowest first. A module may import its own layer and any layer listed before it.
-LAYERS = ["config", "wire", "protocol", "runtime", "transport", "monitor", "api", "daemons", "cli", "spark"]
+LAYERS = [
+    "config",
+    "wire",
+    "protocol",
+    "runtime",
+    "transport",
+    "monitor",
+    "api",
+    "daemons",
+    "cli",
+    "demo",
+    "spark",
+]
 ALWAYS_ALLOWED = {"openum._errors", "openum._version"}
 SANS_IO_FORBIDDEN = {"socket", "select", "selectors", "threading", "time", "random", "asyncio", "subprocess"}
 
@@ -97,6 +109,6 @@ def test_public_api_is_curated() -> None:
     extra = (
         public
         - set(openum.__all__)
-        - {"config", "runtime", "wire", "cli", "protocol", "transport", "daemons", "testing"}
+        - {"config", "runtime", "wire", "cli", "protocol", "transport", "daemons", "testing", "demo"}
     )
     assert not extra, f"names exported by accident: {sorted(extra)}"

@@ -71,7 +71,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from openum.cli import _config_cmd, _lbmrd_cmd, _pubsub, _tr_monitor
+    from openum.cli import _config_cmd, _demo_cmd, _lbmrd_cmd, _pubsub, _tr_monitor
 
     parser = _Parser(
         prog="openum",
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _lbmrd_cmd.register(sub, common)
     _tr_monitor.register(sub, common)
     _pubsub.register(sub, common)
+    _demo_cmd.register(sub, common)
     return parser
 
 

@@ -181,9 +181,17 @@ class TcpSourceSession:
 
     # -- topics ------------------------------------------------------------------------------------
     def allocate_index(self, source: Any) -> int:
-        """A topic index for a new source on this session (unique within the session)."""
+        """A topic index for a new source on this session (unique within the session).
+
+        Receivers already connected to the session are connected to the new source too: it gets a
+        CONNECT event for each of them (on the context thread).
+        """
         index = next(self._indices)
-        self.topics[index] = source
+        with self.lock:
+            self.topics[index] = source
+            peers = [client.peer for client in self.clients]
+        for peer in peers:
+            self.loop.call_soon(source._session_event, 1, peer)
         return index
 
     def release_index(self, index: int) -> None:

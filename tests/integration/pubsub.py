@@ -1,0 +1,197 @@
+"""Helpers for publish/subscribe tests over real sockets: per-test ports, message recorders and
+``openum`` child processes."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openum
+from openum import MsgType
+from tests.helpers import wait_until
+from tests.integration.test_lbmrd_process import free_udp_port
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT = 20.0  # generous: a loaded 2-core machine still resolves and connects well within this
+
+# Below Linux's ephemeral range (32768-60999), so receivers' outgoing connections never take them.
+_TCP_LOW, _TCP_HIGH = 20000, 32000
+
+
+def free_tcp_range(count: int = 8, host: str = "127.0.0.1") -> tuple[int, int]:
+    """``count`` consecutive TCP ports that are free now (each one bound and released to check)."""
+    rng = random.Random()
+    for _ in range(200):
+        low = rng.randrange(_TCP_LOW, _TCP_HIGH - count)
+        ok = True
+        for port in range(low, low + count):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return low, low + count - 1
+    raise RuntimeError(f"no {count} consecutive free TCP ports in {_TCP_LOW}-{_TCP_HIGH}")
+
+
+@dataclass(frozen=True)
+class Ports:
+    """One test's resolver port and TCP port range, as ``--option`` lines."""
+
+    resolver: int
+    tcp_low: int
+    tcp_high: int
+
+    @classmethod
+    def allocate(cls, tcp_count: int = 8) -> Ports:
+        low, high = free_tcp_range(tcp_count)
+        return cls(free_udp_port(), low, high)
+
+    def options(self, *extra: str) -> list[str]:
+        return [
+            f"context resolver_multicast_port {self.resolver}",
+            f"context transport_tcp_port_low {self.tcp_low}",
+            f"context transport_tcp_port_high {self.tcp_high}",
+            *extra,
+        ]
+
+    def argv(self, *extra: str) -> list[str]:
+        out: list[str] = []
+        for opt in self.options(*extra):
+            out += ["--option", opt]
+        return out
+
+
+@dataclass(frozen=True)
+class Got:
+    """A copy of one delivered message (the payload of a Message is only valid during its callback)."""
+
+    type: MsgType
+    topic: str
+    source: str
+    sqn: int
+    data: bytes
+    properties: dict[str, Any] | None
+
+    @property
+    def counter(self) -> int:
+        """The 8-byte big-endian counter ``openum send`` puts at the start of each payload."""
+        return int.from_bytes(self.data[:8], "big")
+
+
+class Recorder:
+    """A receiver callback that keeps a copy of everything delivered; optionally blocks on a gate.
+
+    ``gate``: when given, every DATA callback waits on it (up to ``gate_timeout``) before returning, which
+    blocks the receiving context's thread, the way a slow application does.
+    """
+
+    def __init__(self, gate: threading.Event | None = None, gate_timeout: float = 60.0) -> None:
+        self.got: list[Got] = []
+        self.counts: Counter[MsgType] = Counter()
+        self.gate = gate
+        self.gate_timeout = gate_timeout
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: openum.Message) -> None:
+        data = bytes(msg.data) if msg.type is MsgType.DATA else b""
+        item = Got(msg.type, msg.topic, msg.source, msg.sequence_number, data, msg.properties)
+        with self.lock:
+            self.got.append(item)
+            self.counts[msg.type] += 1
+        if self.gate is not None and msg.type is MsgType.DATA:
+            self.gate.wait(self.gate_timeout)
+
+    def snapshot(self) -> list[Got]:
+        with self.lock:
+            return list(self.got)
+
+    def of(self, kind: MsgType) -> list[Got]:
+        return [g for g in self.snapshot() if g.type is kind]
+
+    def count(self, kind: MsgType = MsgType.DATA) -> int:
+        with self.lock:
+            return self.counts[kind]
+
+    def types(self) -> list[MsgType]:
+        return [g.type for g in self.snapshot()]
+
+    def wait_count(self, n: int, kind: MsgType = MsgType.DATA, timeout: float = WAIT) -> bool:
+        return wait_until(lambda: self.count(kind) >= n, timeout)
+
+
+class SourceEvents:
+    """A source event callback that records ``(event, info)`` and counts connections."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[openum.SourceEvent, Any]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, event: openum.SourceEvent, info: Any, _clientd: Any) -> None:
+        with self.lock:
+            self.events.append((event, info))
+
+    def count(self, event: openum.SourceEvent) -> int:
+        with self.lock:
+            return sum(1 for e, _ in self.events if e is event)
+
+    def wait(self, event: openum.SourceEvent, n: int = 1, timeout: float = WAIT) -> bool:
+        return wait_until(lambda: self.count(event) >= n, timeout)
+
+
+def child_env() -> dict[str, str]:
+    """The environment for ``openum`` children: unbuffered, this checkout, no configuration files."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    for var in ("LBM_DEFAULT_CONFIG_FILE", "OPENUM_CONFIG_FILE", "LBM_XML_CONFIG_FILENAME"):
+        env.pop(var, None)
+    return env
+
+
+class Processes:
+    """Starts ``python -m openum ...`` children and kills whatever is still running at the end."""
+
+    def __init__(self) -> None:
+        self.started: list[subprocess.Popen[str]] = []
+
+    def openum(self, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openum", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=child_env(),
+            cwd=ROOT,
+        )
+        self.started.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.started:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.communicate(timeout=10)
+            except (subprocess.TimeoutExpired, ValueError):
+                pass
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None and not stream.closed:
+                    stream.close()
+
+
+def stays_false(predicate: Callable[[], bool], seconds: float) -> bool:
+    """True when ``predicate`` stayed false for ``seconds`` (for "nothing happens" checks)."""
+    return not wait_until(predicate, seconds, interval=0.01)
