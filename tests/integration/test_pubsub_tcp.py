@@ -323,7 +323,7 @@ def test_source_paced_never_blocks_and_only_the_slow_receiver_loses(harness: Har
     slow_ctx.create_receiver("pubsub/paced", slow)
     fast_ctx.create_receiver("pubsub/paced", fast)
     assert events.wait(SourceEvent.CONNECT, 2)
-    n, window = 20_000, 50  # 20 MB: far more than the slow receiver's kernel buffers and 64 KB cap
+    n, window = 20_000, 40  # 20 MB: far more than the slow receiver's kernel buffers and 64 KB cap
     stop = threading.Event()
     finished = threading.Event()
 
@@ -333,11 +333,11 @@ def test_source_paced_never_blocks_and_only_the_slow_receiver_loses(harness: Har
             payload[:8] = i.to_bytes(8, "big")
             src.send(payload)
             if i % window == window - 1:
-                # Keep the fast receiver within 50 KB (under the 64 KB cap) so it can never be the one
-                # that falls behind on a busy machine; the slow one is stuck in its callback.
+                # Let the fast receiver catch up every 40 KB (under the 64 KB cap, even with nothing in
+                # the kernel's buffers) so on a busy machine it is never the one that falls behind; the
+                # slow one stays stuck in its callback.
                 src.flush()
-                behind = i + 1 - window
-                if not wait_until(lambda: fast.count() >= behind or stop.is_set(), WAIT):  # noqa: B023
+                if not wait_until(lambda: fast.count() > i or stop.is_set(), WAIT):  # noqa: B023
                     return
         src.flush()
         finished.set()
@@ -549,3 +549,40 @@ def test_bos_comes_before_data_and_a_receiver_added_to_an_active_session_gets_bo
     assert elsewhere.types() == [BOS, DATA, EOS]
     assert [g.data for g in first.of(DATA)] == [b"a0", b"a1"]
     assert [g.data for g in topic_b.of(DATA)] == [b"b0"]
+
+
+# -- closing ------------------------------------------------------------------------------------------
+
+
+def test_closing_a_receiving_context_always_disconnects_it_from_the_source(harness: Harness) -> None:
+    pub = harness.context()
+    sub = openum.Context(options=harness.ports.options())  # closed here, not by the harness
+    src, events = connected_source(pub, "pubsub/close")
+    sub.create_receiver("pubsub/close", Recorder())
+    assert events.wait(SourceEvent.CONNECT)
+    # Hold the context thread inside a timer callback (after it ran its queued calls for this
+    # iteration) while another thread closes the context.
+    in_timer, release = threading.Event(), threading.Event()
+
+    def hold(_clientd: Any) -> None:
+        in_timer.set()
+        release.wait(WAIT)
+
+    sub.schedule_timer(0, hold)
+    assert in_timer.wait(WAIT)
+    closer = threading.Thread(target=sub.__exit__, args=(None, None, None))
+    closer.start()
+    try:
+        # Synchronisation only: close() has queued its cleanup and stopped the loop.
+        assert wait_until(lambda: sub._loop._stop, WAIT)
+        release.set()
+        closer.join(WAIT)
+        assert sub.closed
+        assert events.wait(SourceEvent.DISCONNECT, timeout=2), "the closed context is still connected"
+        assert src.statistics().num_clients == 0
+    finally:
+        release.set()
+        closer.join(WAIT)
+        # Release what the failed close left open, so no ResourceWarning lands in a later test.
+        sub._subscriptions.close()
+        sub._resolver.link.close()

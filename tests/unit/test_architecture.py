@@ -18,7 +18,19 @@ import openum
 SRC = Path(openum.__file__).resolve().parent
 
 # Lowest first. A module may import its own layer and any layer listed before it.
-LAYERS = ["config", "wire", "protocol", "runtime", "transport", "monitor", "api", "daemons", "demo", "cli", "spark"]
+LAYERS = [
+    "config",
+    "wire",
+    "protocol",
+    "runtime",
+    "transport",
+    "monitor",
+    "api",
+    "daemons",
+    "demo",
+    "cli",
+    "spark",
+]
 ALWAYS_ALLOWED = {"openum._errors", "openum._version"}
 SANS_IO_FORBIDDEN = {"socket", "select", "selectors", "threading", "time", "random", "asyncio", "subprocess"}
 

@@ -309,6 +309,10 @@ class EventLoop:
         try:
             while not self._stop:
                 self.run_once(None)
+            # stop() may land while a callback runs: calls queued before it (the context's cleanup when it
+            # closes) must still run, so drain them, including calls they queue themselves.
+            while self._run_calls():
+                pass
         finally:
             self._running_thread = None
 

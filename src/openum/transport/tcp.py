@@ -221,18 +221,16 @@ class TcpSourceSession:
             if sndbuf:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
             client = _Client(conn, (addr[0], addr[1]))
+            # Registered before senders can see it: a send that half-writes to it asks for WRITE events.
+            self.loop.register_fd(conn.fileno(), FdEvent.READ, self._client_event, client)
             with self.lock:
                 if self._hello:
                     client.out += self._hello  # the session-id message goes first (wire §5.3)
                 self.clients.append(client)
                 self._write_client(client)
-            self.loop.register_fd(
-                conn.fileno(),
-                FdEvent.READ | (FdEvent.WRITE if client.out else FdEvent(0)),
-                self._client_event,
-                client,
-            )
-            client.writing = bool(client.out)
+                if client.out and not client.writing:
+                    client.writing = True
+                    self.loop.modify_fd(conn.fileno(), FdEvent.READ | FdEvent.WRITE)
             self.log.debug(
                 "TCP session %s:%d: receiver %s:%d connected", self.interface, self.port, *client.peer
             )

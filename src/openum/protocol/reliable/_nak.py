@@ -1,0 +1,359 @@
+"""Receiver-side loss detection and NAK scheduling, shared by LBT-RM and LBT-RU.
+
+Seed sections 6.3.1 (NAK suppression), 6.3.2 (time-bounded recovery), 8.10 (tail loss found by session
+messages), 8.11.4-8.11.5 (the loss-recovery timeline); spec 02 3.2, spec 03 A34-A35.
+
+* **Gap detection** on the transport sequence number: a DATA datagram beyond the next expected one, a
+  session message's leading edge, or an NCF for a sequence number not seen yet reveal missing
+  datagrams.  Every missing datagram counts once in ``lost``.
+* **Initial NAK backoff**: the first NAK waits ``nak_initial_backoff_interval`` randomised uniformly
+  in [0.5x, 1.5x] (one draw per detection, shared by the whole gap so that it leaves in one NAK
+  packet); 0 NAKs at once.  If the datagram arrives meanwhile (for LBT-RM possibly a retransmission
+  another receiver asked for), no NAK is sent.
+* **NAK backoff**: while still missing, NAKs repeat every ``nak_backoff_interval`` randomised the
+  same way.
+* **Suppression**: an NCF for a missing sequence number pushes its next NAK out to
+  ``nak_suppress_interval`` from now.
+* **NAK generation interval**: ``nak_generation_interval`` after detection the receiver gives up:
+  ``unrecovered_tmo`` and an :class:`Unrecovered` ``"timeout"`` event.  No application event here:
+  the topic-level delivery controllers keep their own timers (seed 8.11.5).
+* **Window loss**: when a trailing edge (DATA, SM, NCF) moves past a missing sequence number, or an
+  NCF says "do not retry", the source cannot repair it: ``unrecovered_txw`` and ``"window"``.
+* **Batching**: the sequence numbers due at one moment go out in as few NAK packets as the format's
+  limit allows (``max_naks_per_packet``).
+
+Sequence numbers are absolute internally (the first one seen keeps its wire value; later ones are
+placed by serial arithmetic relative to the next expected one), so the u32 wrap never matters.
+Missing datagrams are kept in a dict in ascending order (gaps are only ever found at the leading
+edge), and their timers in a heap with lazy invalidation.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import Final
+
+from openum.protocol._rng import Rng
+from openum.protocol.reliable._common import SQN_MASK, Unrecovered, sqn_diff
+from openum.wire.lbtrm import NcfReason
+
+__all__ = ["LossDetector", "Verdict"]
+
+_IGNORED: Final = int(NcfReason.NAK_IGNORED)
+_RX_DELAY: Final = int(NcfReason.RETRANSMIT_DELAY)
+_SHED: Final = int(NcfReason.NAK_SHED)
+_DO_NOT_RETRY: Final = int(NcfReason.DO_NOT_RETRY)
+
+#: At most this many missing datagrams are tracked at once; a gap beyond it (an outage of hundreds
+#: of thousands of datagrams, or a garbage sequence number) gives up on its oldest part at once, as
+#: window loss.  Bounds memory against remote garbage (ARCHITECTURE.md 2 rule 5).
+MAX_TRACKED_LOSSES: Final = 1 << 18
+#: Sequence numbers given up on that a late repair may still fill (delivered, counted ``late_repairs``).
+_MAX_ABANDONED: Final = 1 << 16
+
+
+class Verdict:
+    """What :meth:`LossDetector.data` says about one DATA datagram."""
+
+    NEW: Final = 0  # first copy, in order or filling a gap: deliver it
+    DUPLICATE: Final = 1  # already delivered (or before the session start): drop it
+
+
+class _Loss:
+    __slots__ = ("detected", "due", "first_nak", "give_up", "naks", "next_nak")
+
+    def __init__(self, detected: int, next_nak: int, give_up: int, due: int) -> None:
+        self.detected = detected
+        self.next_nak = next_nak
+        self.give_up = give_up
+        self.due = due
+        self.naks = 0
+        self.first_nak = 0
+
+
+class LossDetector:
+    """Gap detection, NAK timers and give-up rules of one receiving transport session."""
+
+    __slots__ = (
+        "_abandoned",
+        "_backoff",
+        "_events",
+        "_generation",
+        "_heap",
+        "_initial",
+        "_losses",
+        "_max_per_packet",
+        "_next",
+        "_rng",
+        "_send_naks",
+        "_suppress",
+        "duplicate_data",
+        "late_repairs",
+        "lost",
+        "nak_pckts_sent",
+        "nak_stm",
+        "nak_tx",
+        "naks_sent",
+        "ncf_pckts_rcved",
+        "ncfs_ignored",
+        "ncfs_rcved",
+        "ncfs_rx_delay",
+        "ncfs_shed",
+        "ncfs_unknown",
+        "out_of_order",
+        "started",
+        "unrecovered_tmo",
+        "unrecovered_txw",
+    )
+
+    def __init__(
+        self,
+        *,
+        initial_backoff_ns: int,
+        backoff_ns: int,
+        suppress_ns: int,
+        generation_ns: int,
+        send_naks: bool,
+        max_naks_per_packet: int,
+        rng: Rng,
+    ) -> None:
+        if max_naks_per_packet < 1:
+            raise ValueError("max_naks_per_packet must be >= 1")
+        self._initial = initial_backoff_ns
+        self._backoff = backoff_ns
+        self._suppress = suppress_ns
+        self._generation = generation_ns
+        self._send_naks = send_naks
+        self._max_per_packet = max_naks_per_packet
+        self._rng = rng
+        self.started = False
+        self._next = 0  # absolute: one past the highest sequence number known to exist
+        self._losses: dict[int, _Loss] = {}
+        self._heap: list[tuple[int, int]] = []  # (due, absolute sqn), stale entries skipped
+        self._abandoned: dict[int, None] = {}
+        self._events: list[Unrecovered] = []
+        self.lost = 0
+        self.duplicate_data = 0
+        self.out_of_order = 0
+        self.late_repairs = 0
+        self.naks_sent = 0
+        self.nak_pckts_sent = 0
+        self.unrecovered_txw = 0
+        self.unrecovered_tmo = 0
+        self.ncf_pckts_rcved = 0
+        self.ncfs_rcved = 0
+        self.ncfs_ignored = 0
+        self.ncfs_rx_delay = 0
+        self.ncfs_shed = 0
+        self.ncfs_unknown = 0
+        # [count, sum, min, max] over repaired datagrams that were NAKed: ns to repair / NAKs sent
+        self.nak_stm = [0, 0, 0, 0]
+        self.nak_tx = [0, 0, 0, 0]
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Missing datagrams still being recovered."""
+        return len(self._losses)
+
+    def next_deadline(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def take_events(self) -> list[Unrecovered]:
+        events, self._events = self._events, []
+        return events
+
+    def contiguous(self) -> int:
+        """The wire sqn of the newest datagram held with nothing missing before it (LBT-RU ACK)."""
+        first_missing = next(iter(self._losses), self._next)
+        return (first_missing - 1) & SQN_MASK
+
+    def _abs(self, wire: int) -> int:
+        return self._next + sqn_diff(wire, self._next & SQN_MASK)
+
+    # -- input -----------------------------------------------------------------------------------------
+
+    def start(self, next_wire: int) -> None:
+        """Begin at ``next_wire``: nothing before it is expected (a late join is not head loss)."""
+        self.started = True
+        self._next = next_wire
+
+    def data(self, wire: int, wire_trail: int, retransmission: bool, now_ns: int) -> int:
+        """A DATA datagram (original or retransmission) with sequence number ``wire`` arrived."""
+        if not self.started:
+            self.start(wire)
+        sqn = self._abs(wire)
+        trail = sqn + min(0, sqn_diff(wire_trail, wire))
+        verdict = Verdict.NEW
+        if sqn >= self._next:
+            if sqn > self._next:
+                self._gap(sqn, now_ns, trail)
+            self._next = sqn + 1
+        else:
+            loss = self._losses.pop(sqn, None)
+            if loss is not None:
+                if not retransmission:
+                    self.out_of_order += 1
+                if loss.naks:
+                    _sample(self.nak_stm, now_ns - loss.first_nak)
+                    _sample(self.nak_tx, loss.naks)
+            elif sqn in self._abandoned:
+                del self._abandoned[sqn]
+                self.late_repairs += 1
+            else:
+                self.duplicate_data += 1
+                verdict = Verdict.DUPLICATE
+        self._trail(trail)
+        return verdict
+
+    def edges(self, wire_lead: int, wire_trail: int, now_ns: int) -> None:
+        """A session message: the source has sent up to ``wire_lead`` and holds from ``wire_trail``."""
+        if not self.started:
+            self.start((wire_lead + 1) & SQN_MASK)
+            return
+        lead = self._abs(wire_lead)
+        trail = lead + min(0, sqn_diff(wire_trail, wire_lead))
+        if lead >= self._next:
+            self._gap(lead + 1, now_ns, trail)
+            self._next = lead + 1
+        self._trail(trail)
+
+    def ncf(self, wire_sqns: Sequence[int], wire_trail: int, reason: int, now_ns: int) -> None:
+        """An NCF (NAK confirmation): suppress NAKs for these sequence numbers, or give up on them."""
+        self.ncf_pckts_rcved += 1
+        self.ncfs_rcved += len(wire_sqns)
+        if reason == _IGNORED:
+            self.ncfs_ignored += len(wire_sqns)
+        elif reason == _RX_DELAY:
+            self.ncfs_rx_delay += len(wire_sqns)
+        elif reason == _SHED:
+            self.ncfs_shed += len(wire_sqns)
+        else:
+            self.ncfs_unknown += len(wire_sqns)
+        if not self.started:
+            return
+        trail = self._abs(wire_trail)
+        gone: list[int] = []
+        for wire in wire_sqns:
+            sqn = self._abs(wire)
+            if sqn >= self._next:  # an NCF for data we never saw: it exists, so it is missing
+                self._gap(sqn + 1, now_ns, min(trail, sqn))
+                self._next = sqn + 1
+            loss = self._losses.get(sqn)
+            if loss is None:
+                continue
+            if reason == _DO_NOT_RETRY:
+                del self._losses[sqn]
+                gone.append(sqn)
+            else:
+                next_nak = max(loss.next_nak, now_ns + self._suppress)
+                self._reschedule(sqn, loss, next_nak)
+        if gone:
+            self.unrecovered_txw += len(gone)
+            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in gone), "window"))
+        if self._losses:
+            self._trail(trail)
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _draw(self, base_ns: int) -> int:
+        return int(base_ns * self._rng.uniform(0.5, 1.5)) if base_ns else 0
+
+    def _reschedule(self, sqn: int, loss: _Loss, next_nak: int) -> None:
+        loss.next_nak = next_nak
+        due = min(next_nak, loss.give_up) if self._send_naks else loss.give_up
+        if due != loss.due:
+            loss.due = due
+            heapq.heappush(self._heap, (due, sqn))
+
+    def _gap(self, end: int, now_ns: int, trail: int) -> None:
+        """Datagrams ``self._next .. end - 1`` are missing; those before ``trail`` are gone already."""
+        start = self._next
+        self.lost += end - start
+        keep_from = max(start, trail, end - (MAX_TRACKED_LOSSES - len(self._losses)))
+        if keep_from > start:
+            gone = min(keep_from, end)
+            self.unrecovered_txw += gone - start
+            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in range(start, gone)), "window"))
+        if keep_from >= end:
+            return
+        next_nak = now_ns + self._draw(self._initial)
+        give_up = now_ns + self._generation
+        due = min(next_nak, give_up) if self._send_naks else give_up
+        losses, heap = self._losses, self._heap
+        for sqn in range(keep_from, end):
+            losses[sqn] = _Loss(now_ns, next_nak, give_up, due)
+            heap.append((due, sqn))
+        heapq.heapify(heap)
+
+    def _trail(self, trail: int) -> None:
+        """The source's trailing edge is ``trail``: whatever is missing before it is unrecoverable."""
+        losses = self._losses
+        gone: list[int] = []
+        while losses:
+            first = next(iter(losses))
+            if first >= trail:
+                break
+            del losses[first]
+            gone.append(first)
+        if gone:
+            self.unrecovered_txw += len(gone)
+            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in gone), "window"))
+
+    # -- timers ----------------------------------------------------------------------------------------
+
+    def poll(self, now_ns: int) -> list[list[int]]:
+        """Run the timers due at ``now_ns``; return the NAK packets to send (wire sqns, ascending)."""
+        heap, losses = self._heap, self._losses
+        nak: list[int] = []
+        timed_out: list[int] = []
+        while heap and heap[0][0] <= now_ns:
+            due, sqn = heapq.heappop(heap)
+            loss = losses.get(sqn)
+            if loss is None or loss.due != due:
+                continue  # repaired, given up or rescheduled since
+            if now_ns >= loss.give_up:
+                del losses[sqn]
+                timed_out.append(sqn)
+            else:
+                nak.append(sqn)
+        if timed_out:
+            timed_out.sort()
+            self.unrecovered_tmo += len(timed_out)
+            self._abandon(timed_out)
+            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in timed_out), "timeout"))
+        if not nak:
+            return []
+        nak.sort()
+        next_nak = now_ns + self._draw(self._backoff)
+        for sqn in nak:
+            loss = losses[sqn]
+            if not loss.naks:
+                loss.first_nak = now_ns
+            loss.naks += 1
+            self._reschedule(sqn, loss, next_nak)
+        size = self._max_per_packet
+        packets = [[s & SQN_MASK for s in nak[i : i + size]] for i in range(0, len(nak), size)]
+        self.naks_sent += len(nak)
+        self.nak_pckts_sent += len(packets)
+        return packets
+
+    def _abandon(self, sqns: list[int]) -> None:
+        abandoned = self._abandoned
+        for sqn in sqns:
+            abandoned[sqn] = None
+        excess = len(abandoned) - _MAX_ABANDONED
+        if excess > 0:
+            for sqn in list(abandoned)[:excess]:
+                del abandoned[sqn]
+
+
+def _sample(stat: list[int], value: int) -> None:
+    count = stat[0]
+    stat[0] = count + 1
+    stat[1] += value
+    if not count or value < stat[2]:
+        stat[2] = value
+    stat[3] = max(stat[3], value)

@@ -1,0 +1,110 @@
+"""What LBT-RM and LBT-RU receivers have in common (seed 6.3, 8.10, 8.11.1, 8.11.6).
+
+A receiving session becomes active with its first datagram of any kind (BOS, seed 8.11.1), ends when
+nothing at all was heard for the activity timeout (EOS, seed 8.11.6), and runs a
+:class:`LossDetector` for NAKs.  The wire encodings are the concrete classes' business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from openum.protocol._rng import Rng
+from openum.protocol.reliable._common import (
+    NS_PER_MS,
+    EndReason,
+    Outgoing,
+    Received,
+    ReceiverEvent,
+    SessionEnded,
+)
+from openum.protocol.reliable._nak import LossDetector
+from openum.protocol.reliable._stats import ReceiverCounters
+
+__all__ = ["EMPTY_IN", "EMPTY_OUT", "ReceiverBase"]
+
+EMPTY_IN: Final[Sequence[Received]] = ()
+EMPTY_OUT: Final[Sequence[Outgoing]] = ()
+EMPTY_EVENTS: Final[Sequence[ReceiverEvent]] = ()
+
+
+class ReceiverBase:
+    """Activity timing, counters and the loss detector of one receiving session."""
+
+    __slots__ = ("_activity", "_counters", "_deadline", "_det", "_ended", "_heard")
+
+    def __init__(
+        self,
+        *,
+        initial_backoff_ms: int,
+        backoff_ms: int,
+        suppress_ms: int,
+        generation_ms: int,
+        send_naks: bool,
+        max_naks_per_packet: int,
+        activity_timeout_ms: int,
+        first_timeout_ms: int,
+        rng: Rng,
+        now_ns: int,
+    ) -> None:
+        self._det = LossDetector(
+            initial_backoff_ns=initial_backoff_ms * NS_PER_MS,
+            backoff_ns=backoff_ms * NS_PER_MS,
+            suppress_ns=suppress_ms * NS_PER_MS,
+            generation_ns=generation_ms * NS_PER_MS,
+            send_naks=send_naks,
+            max_naks_per_packet=max_naks_per_packet,
+            rng=rng,
+        )
+        self._counters = ReceiverCounters()
+        self._activity = activity_timeout_ms * NS_PER_MS
+        self._deadline = now_ns + first_timeout_ms * NS_PER_MS  # activity deadline
+        self._heard = False  # any datagram of the session yet (SessionActive given)
+        self._ended = False
+
+    @property
+    def active(self) -> bool:
+        """The session has been heard from and has not ended."""
+        return self._heard and not self._ended
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def count_lbm_messages(self, *, msgs: int = 0, no_topic: int = 0, requests: int = 0) -> None:
+        """Add to ``lbm_msgs_rcved``, ``lbm_msgs_no_topic_rcved`` and ``lbm_reqs_rcved`` (the LBMC
+        layer above knows what the payloads held; seed 17.1 / spec 06 D.1)."""
+        c = self._counters
+        c.lbm_msgs_rcved += msgs
+        c.lbm_msgs_no_topic_rcved += no_topic
+        c.lbm_reqs_rcved += requests
+
+    def _heard_now(self, now_ns: int) -> bool:
+        """A valid datagram of the session arrived; True the first time (give SessionActive)."""
+        self._deadline = now_ns + self._activity
+        if self._heard:
+            return False
+        self._heard = True
+        return True
+
+    def _end(self, reason: EndReason) -> SessionEnded:
+        self._ended = True
+        return SessionEnded(reason)
+
+    def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
+        raise NotImplementedError
+
+    def _run_detector(self, now_ns: int, out: list[Outgoing], events: list[ReceiverEvent]) -> None:
+        """NAKs and give-ups due at ``now_ns``, plus the detector's pending events."""
+        det = self._det
+        due = det.next_deadline()
+        if due is not None and due <= now_ns:
+            packets = det.poll(now_ns)
+            if packets:
+                out += self._naks(packets)
+        events += det.take_events()
+
+    def _detector_deadline(self, deadline: int) -> int:
+        due = self._det.next_deadline()
+        return deadline if due is None else min(deadline, due)

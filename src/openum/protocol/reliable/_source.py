@@ -1,0 +1,272 @@
+"""What LBT-RM and LBT-RU sources have in common (seed 2.12.1, 6.2, 6.3, 8.10).
+
+A source session numbers its datagrams (from 0, seed 8.11.1), keeps them in the transmission window,
+charges them to the rate controller, answers NAKs through the :class:`RepairServer` and sends session
+messages while idle.  The wire encodings and the destinations are the concrete classes' business
+(:mod:`openum.protocol.reliable.lbtrm`, :mod:`openum.protocol.reliable.lbtru`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from openum.protocol.reliable._common import (
+    NS_PER_MS,
+    REFUSED,
+    SQN_MASK,
+    Outgoing,
+    SendResult,
+    SourceEvent,
+    SourceUnblocked,
+)
+from openum.protocol.reliable._ratelimit import RateController, RateDecision
+from openum.protocol.reliable._repair import NcfEntry, RepairServer, SmTimer
+from openum.protocol.reliable._stats import Drops
+from openum.protocol.reliable._window import TransmissionWindow
+
+__all__ = ["SourceBase"]
+
+_UNBLOCKED = SourceUnblocked()
+
+
+class SourceBase:
+    """Window, rate control, repair and session-message timing of one source session."""
+
+    __slots__ = (
+        "_bytes_sent",
+        "_datagram_max_size",
+        "_drops",
+        "_header_len",
+        "_lead_sent",
+        "_msgs_sent",
+        "_nak_pckts_rcved",
+        "_ncf_pckts_sent",
+        "_queued",
+        "_rate",
+        "_rctlr_data_msgs",
+        "_refused",
+        "_repair",
+        "_rx_bytes_sent",
+        "_rxs_sent",
+        "_sends_refused",
+        "_sm",
+        "_sm_sqn",
+        "_sms_sent",
+        "_window",
+    )
+
+    def __init__(
+        self,
+        *,
+        header_len: int,
+        datagram_max_size: int,
+        window_size: int,
+        window_limit: int,
+        ignore_interval_ms: int,
+        sm_minimum_interval_ms: int,
+        sm_maximum_interval_ms: int,
+        rate: RateController,
+    ) -> None:
+        self._header_len = header_len
+        self._datagram_max_size = datagram_max_size
+        self._window = TransmissionWindow(
+            size_bytes=window_size, limit_bytes=window_limit, header_len=header_len
+        )
+        self._rate = rate
+        self._repair = RepairServer(self._window, rate, ignore_interval_ns=ignore_interval_ms * NS_PER_MS)
+        self._sm = SmTimer(sm_minimum_interval_ms * NS_PER_MS, sm_maximum_interval_ms * NS_PER_MS)
+        self._sm_sqn = 0
+        self._lead_sent = -1  # absolute sqn of the newest datagram actually written
+        self._queued: bytes | None = None  # the datagram the rate controller holds for us
+        self._refused = False  # a send was refused since the last unblock: owe a SourceUnblocked
+        self._drops = Drops()
+        self._msgs_sent = 0
+        self._bytes_sent = 0
+        self._rxs_sent = 0
+        self._rx_bytes_sent = 0
+        self._nak_pckts_rcved = 0
+        self._ncf_pckts_sent = 0
+        self._sms_sent = 0
+        self._sends_refused = 0
+        self._rctlr_data_msgs = 0
+
+    # -- hooks for the concrete transports -----------------------------------------------------------
+
+    def _encode_data(self, sqn: int, payload: bytes | memoryview) -> bytes:
+        raise NotImplementedError
+
+    def _copies(self) -> int:
+        """Unicast copies of each new datagram (LBT-RU: the connected clients)."""
+        return 1
+
+    def _data_outgoing(self, datagram: bytes) -> list[Outgoing]:
+        raise NotImplementedError
+
+    def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
+        raise NotImplementedError
+
+    def _session_messages(self) -> list[Outgoing]:
+        raise NotImplementedError
+
+    def _ncf_outgoing(self, key: Hashable, reason: int, sqns: list[int]) -> Outgoing | None:
+        raise NotImplementedError
+
+    def _max_ncf_entries(self) -> int:
+        raise NotImplementedError
+
+    # -- sending ---------------------------------------------------------------------------------------
+
+    @property
+    def next_sqn(self) -> int:
+        """The transport sequence number the next datagram gets."""
+        return self._window.next & SQN_MASK
+
+    @property
+    def trail_sqn(self) -> int:
+        """The oldest sequence number still retransmittable."""
+        return self._window.trail & SQN_MASK
+
+    @property
+    def lead_sqn(self) -> int:
+        """The newest sequence number written (``-1 & 0xFFFFFFFF`` before the first)."""
+        return self._lead_sent & SQN_MASK
+
+    def send(self, payload: bytes | memoryview, now_ns: int) -> SendResult:
+        """Send one datagram carrying ``payload`` (LBMC message(s), already framed and batched).
+
+        Returns :data:`REFUSED` (``refused=True``, nothing changed) while the rate controller is
+        blocked; raises ``ValueError`` when header plus payload exceed the datagram max size.
+        """
+        nbytes = self._header_len + len(payload)
+        if nbytes > self._datagram_max_size:
+            raise ValueError(
+                f"datagram of {nbytes} bytes exceeds the datagram max size {self._datagram_max_size}"
+            )
+        decision = self._rate.offer_data(self, nbytes * self._copies(), now_ns)
+        if decision is RateDecision.REFUSE:
+            self._refused = True
+            self._sends_refused += 1
+            return REFUSED
+        out = self._take_released(now_ns)
+        window = self._window
+        window.make_room(len(payload))
+        sqn = window.next
+        datagram = self._encode_data(sqn, payload)
+        window.append(datagram)
+        if decision is RateDecision.SEND:
+            out += self._transmit(sqn, datagram, now_ns)
+            return SendResult(tuple(out), sqn=sqn & SQN_MASK)
+        self._queued = datagram
+        self._rctlr_data_msgs += 1
+        return SendResult(tuple(out), queued=True, sqn=sqn & SQN_MASK)
+
+    def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> list[Outgoing]:
+        out = self._data_outgoing(datagram)
+        self._lead_sent = sqn
+        self._msgs_sent += len(out)
+        self._bytes_sent += len(datagram) * len(out)
+        self._sm.activity(now_ns)
+        return out
+
+    def _take_released(self, now_ns: int) -> list[Outgoing]:
+        if self._queued is None or not self._rate.take_release(self, now_ns):
+            return []
+        datagram, self._queued = self._queued, None
+        return self._transmit(self._lead_sent + 1, datagram, now_ns)
+
+    # -- repair ----------------------------------------------------------------------------------------
+
+    def _service_nak(self, key: Hashable, sqns: Sequence[int], now_ns: int) -> list[Outgoing]:
+        self._nak_pckts_rcved += 1
+        retransmit, ncfs = self._repair.on_nak(key, sqns, now_ns)
+        out = self._retransmissions(retransmit)
+        if ncfs:
+            out += self._ncfs(ncfs)
+        return out
+
+    def _retransmissions(self, which: list[tuple[Hashable, int]]) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        window = self._window
+        for key, sqn in which:
+            datagram = window.get(sqn)
+            if datagram is None:
+                continue
+            msg = self._retransmission(key, datagram)
+            if msg is not None:
+                out.append(msg)
+                self._rxs_sent += 1
+                self._rx_bytes_sent += len(msg.data)
+        return out
+
+    def _ncfs(self, entries: list[NcfEntry]) -> list[Outgoing]:
+        groups: dict[tuple[Hashable, int], list[int]] = {}
+        for key, reason, wire in entries:
+            groups.setdefault((key, reason), []).append(wire)
+        out: list[Outgoing] = []
+        size = self._max_ncf_entries()
+        for (key, reason), sqns in groups.items():
+            sqns.sort()
+            for i in range(0, len(sqns), size):
+                msg = self._ncf_outgoing(key, reason, sqns[i : i + size])
+                if msg is not None:
+                    out.append(msg)
+                    self._ncf_pckts_sent += 1
+        return out
+
+    # -- timers ----------------------------------------------------------------------------------------
+
+    def _poll_common(self, now_ns: int) -> tuple[list[Outgoing], list[SourceEvent]]:
+        out = self._take_released(now_ns)
+        events: list[SourceEvent] = []
+        if self._refused and not self._rate.blocked(now_ns):
+            self._refused = False
+            events.append(_UNBLOCKED)
+        if self._repair.pending:
+            out += self._retransmissions(self._repair.poll(now_ns))
+        if self._sm.fire(now_ns):
+            sms = self._session_messages()
+            self._sm_sqn += 1
+            self._sms_sent += len(sms)
+            out += sms
+        return out, events
+
+    def next_deadline(self) -> int | None:
+        """When :meth:`poll` should run next (None: nothing scheduled)."""
+        rate = self._rate
+        times: list[int] = []
+        if self._sm.due is not None:
+            times.append(self._sm.due)
+        if self._queued is not None:
+            released = rate.release_time(self)
+            times.append(rate.next_refresh_ns() if released is None else released)
+        if self._refused:
+            times.append(rate.next_refresh_ns() if rate.is_blocked else rate.last_release_ns)
+        if self._repair.pending:
+            times.append(rate.next_refresh_ns())
+        return min(times) if times else None
+
+    def _source_fields(self) -> dict[str, Any]:
+        repair = self._repair
+        return {
+            "msgs_sent": self._msgs_sent,
+            "bytes_sent": self._bytes_sent,
+            "txw_msgs": self._window.msgs,
+            "txw_bytes": self._window.payload_bytes,
+            "nak_pckts_rcved": self._nak_pckts_rcved,
+            "naks_rcved": repair.naks_rcved,
+            "naks_ignored": repair.naks_ignored,
+            "naks_shed": repair.naks_shed,
+            "naks_rx_delay_ignored": repair.naks_rx_delay_ignored,
+            "rxs_sent": self._rxs_sent,
+            "rx_bytes_sent": self._rx_bytes_sent,
+            "ncf_pckts_sent": self._ncf_pckts_sent,
+            "ncfs_ignored": repair.ncfs_ignored,
+            "ncfs_rx_delay": repair.ncfs_rx_delay,
+            "ncfs_shed": repair.ncfs_shed,
+            "rctlr_data_msgs": self._rctlr_data_msgs,
+            "rctlr_rx_msgs": repair.pending,
+            "sends_refused": self._sends_refused,
+            "sms_sent": self._sms_sent,
+            **self._drops.fields(),
+        }
