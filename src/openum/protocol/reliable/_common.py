@@ -138,6 +138,9 @@ class Unrecovered:
 
     sqns: tuple[int, ...]
     reason: UnrecoveredReason
+    #: Datagrams just before ``sqns`` also given up on but not listed (only for a gap of more than
+    #: ``MAX_TRACKED_LOSSES`` datagrams: a long outage, or a garbage sequence number).
+    unlisted: int = 0
 
 
 @dataclass(frozen=True, slots=True)

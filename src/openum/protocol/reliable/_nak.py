@@ -183,6 +183,10 @@ class LossDetector:
     def data(self, wire: int, wire_trail: int, retransmission: bool, now_ns: int) -> int:
         """A DATA datagram (original or retransmission) with sequence number ``wire`` arrived."""
         if not self.started:
+            if retransmission:
+                # a repair someone else asked for, older than anything this receiver can place: hand it
+                # up, but start the sequence space at the next original datagram (or SM)
+                return Verdict.NEW
             self.start(wire)
         sqn = self._abs(wire)
         trail = sqn + min(0, sqn_diff(wire_trail, wire))
@@ -276,7 +280,9 @@ class LossDetector:
         if keep_from > start:
             gone = min(keep_from, end)
             self.unrecovered_txw += gone - start
-            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in range(start, gone)), "window"))
+            listed = max(start, gone - MAX_TRACKED_LOSSES)  # never build an event of millions of sqns
+            sqns = tuple(s & SQN_MASK for s in range(listed, gone))
+            self._events.append(Unrecovered(sqns, "window", listed - start))
         if keep_from >= end:
             return
         next_nak = now_ns + self._draw(self._initial)

@@ -143,7 +143,8 @@ class RateController:
         allow = self._data_allow
         if self._queued_owner is not None:
             need = self._queued_need
-            # intervals of budget the queued datagram still needs (at least the boundary just crossed)
+            # intervals of budget the queued datagram still needs (at least the boundary just crossed);
+            # while it waits the refreshed budgets accumulate (tiny limits)
             j = max(1, -(-(need - self._data_avail) // allow))
             if j <= k:
                 self._last_release = self._end - (k - j + 1) * self._interval
@@ -185,6 +186,9 @@ class RateController:
         self._queued_owner = owner
         self._queued_need = need
         self._queued_total += 1
+        # The rest of this interval's budget is too small for it and is forfeited: the datagram goes out
+        # from the next interval's fresh budget, so no interval ever carries more than its own budget.
+        self._data_avail = 0
         return RateDecision.QUEUE
 
     def take_release(self, owner: object, now_ns: int) -> bool:
@@ -207,6 +211,14 @@ class RateController:
         """A datagram is queued: new sends are refused."""
         self._refresh(now_ns)
         return self._queued_owner is not None
+
+    def discard(self, owner: object) -> None:
+        """``owner`` (a session being deleted) will never collect its datagram: drop it, unblocking the
+        controller if it was the one waiting."""
+        if self._queued_owner is owner:
+            self._queued_owner = None
+            self._data_avail = 0
+        self._released = [r for r in self._released if r[0] is not owner]
 
     @property
     def is_blocked(self) -> bool:

@@ -216,6 +216,12 @@ class SourceBase:
 
     # -- timers ----------------------------------------------------------------------------------------
 
+    def _release_rate(self) -> None:
+        """Closing: a datagram still held by the rate controller is dropped (it was never written)."""
+        self._rate.discard(self)
+        self._queued = None
+        self._refused = False
+
     def _poll_common(self, now_ns: int) -> tuple[list[Outgoing], list[SourceEvent]]:
         out = self._take_released(now_ns)
         events: list[SourceEvent] = []

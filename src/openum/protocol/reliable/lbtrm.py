@@ -245,6 +245,11 @@ class RmSource(SourceBase):
         retransmissions, and :class:`SourceUnblocked` after a refused send."""
         return self._poll_common(now_ns)
 
+    def close(self) -> None:
+        """The session is deleted.  Nothing is sent (seed 8.11.6: receivers time out); a datagram the
+        rate controller still holds is dropped so that it does not block the context's other sessions."""
+        self._release_rate()
+
     def statistics(self) -> RmSourceStatistics:
         return RmSourceStatistics(**self._source_fields())
 

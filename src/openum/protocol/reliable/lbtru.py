@@ -362,6 +362,7 @@ class RuSource(SourceBase):
         ]
         self._rsts_sent += len(out)
         self._clients.clear()
+        self._release_rate()
         return out, events
 
     def statistics(self) -> RuSourceStatistics:
