@@ -58,8 +58,8 @@ class Message:
 
     __slots__ = (
         "_data",
+        "_flags",
         "_valid",
-        "flags",
         "properties",
         "receiver_clientd",
         "retained",
@@ -88,12 +88,17 @@ class Message:
         self.source = source
         self._data = data
         self.sequence_number = sequence_number
-        self.flags = MsgFlags(flags)
+        self._flags = flags
         self.properties = properties
         self.source_clientd = source_clientd
         self.receiver_clientd = receiver_clientd
         self.retained = False
         self._valid = True
+
+    @property
+    def flags(self) -> MsgFlags:
+        """``LBM_MSG_FLAG_*`` bits of the message."""
+        return MsgFlags(self._flags)
 
     @property
     def data(self) -> bytes | memoryview:

@@ -263,7 +263,6 @@ def cmd_recv(args: argparse.Namespace) -> int:
 
     tally = _Tally()
     done = threading.Event()
-    activity = threading.Event()
     verify = args.verify
     wildcard = args.wildcard
     count = args.count
@@ -286,7 +285,6 @@ def cmd_recv(args: argparse.Namespace) -> int:
                 tally.topics[msg.topic] = tally.topics.get(msg.topic, 0) + 1
             if verify and len(data) >= 8:
                 _verify(tally, source if not wildcard else f"{msg.topic}|{source}", unpack(data, 0)[0])
-            activity.set()
             if count is not None and tally.received >= count:
                 done.set()
         elif kind is MsgType.BOS:
@@ -306,6 +304,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
             rcv = ctx.create_wildcard_receiver(args.target, on_message, event_queue=evq)
         else:
             rcv = ctx.create_receiver(args.target, on_message, event_queue=evq)
+        seen = 0
         try:
             while not done.is_set() and not stop.is_set():
                 if evq is not None:
@@ -313,11 +312,11 @@ def cmd_recv(args: argparse.Namespace) -> int:
                     timer.start()
                     evq.dispatch(evq.BLOCK)
                     timer.cancel()
-                    got = activity.is_set()
                 else:
-                    got = activity.wait(0.2)
+                    done.wait(0.2)
+                got = tally.received != seen  # progress since the last look (no per-message signalling)
+                seen = tally.received
                 if got:
-                    activity.clear()
                     progress.show(f"received {tally.received}" + (f"/{count}" if count else ""))
                     continue
                 idle_since = tally.last if tally.last is not None else tally.first

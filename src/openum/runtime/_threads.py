@@ -8,28 +8,41 @@ refuses blocking calls from it with a clear error instead of deadlocking.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from openum._errors import InvalidStateError
 
 __all__ = ["callback_scope", "forbid_in_callback", "in_context_callback"]
 
-_local = threading.local()
+class _State(threading.local):
+    depth = 0
+
+
+_local = _State()
 
 
 def in_context_callback() -> bool:
     """True while this thread runs a callback on behalf of a context's event loop."""
-    return getattr(_local, "depth", 0) > 0
+    return _local.depth > 0
 
 
-@contextmanager
-def callback_scope() -> Iterator[None]:
-    _local.depth = getattr(_local, "depth", 0) + 1
-    try:
-        yield
-    finally:
+class _CallbackScope:
+    """``with callback_scope():`` marks the thread as running a context callback (cheap: it is entered
+    once per delivered message)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _local.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
         _local.depth -= 1
+
+
+_SCOPE = _CallbackScope()
+
+
+def callback_scope() -> _CallbackScope:
+    return _SCOPE
 
 
 def forbid_in_callback(api: str) -> None:

@@ -55,11 +55,11 @@ def nak(*sqns: int) -> bytes:
 
 
 def decoded(out: object) -> object:
-    return lbtrm.decode(out.data)  # type: ignore[attr-defined]
+    return lbtrm.decode(out.data)
 
 
 def setup(n_receivers: int = 1, rparams: list[RmReceiverParams] | None = None, **net_kw: object) -> Net:
-    net = Net(**net_kw)  # type: ignore[arg-type]
+    net = Net(**net_kw)
     net.add(SRC, source())
     for i in range(n_receivers):
         p = rparams[i] if rparams else RmReceiverParams()
@@ -67,10 +67,10 @@ def setup(n_receivers: int = 1, rparams: list[RmReceiverParams] | None = None, *
     return net
 
 
-def drop_original(sqn: int, to: set[int] | None = None):  # type: ignore[no-untyped-def]
+def drop_original(sqn: int, to: set[int] | None = None):
     """A fate that drops the first transmission of data ``sqn`` (to receivers with index in ``to``)."""
 
-    def fate(src, dst, payload, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, payload, now):
         if src == SRC and payload[0] == lbtrm.TYPE_DATA:
             _, _, s, _, flags, _ = lbtrm.decode_data_header(payload)
             hit = to is None or int(dst[0].rsplit(".", 1)[1]) - 1 in to
@@ -126,7 +126,7 @@ def test_ncf_pushes_the_next_nak_out_by_the_suppress_interval() -> None:
     due = rcv.next_deadline()
     assert due == 10 * MS + 1000 * MS
     out, _ = rcv.poll(due)
-    assert [decoded(o).sqns for o in out] == [(1,)]  # type: ignore[attr-defined]
+    assert [decoded(o).sqns for o in out] == [(1,)]
     st = rcv.statistics()
     assert (st.ncf_pckts_rcved, st.ncfs_rcved, st.ncfs_rx_delay, st.naks_sent) == (1, 1, 1, 1)
 
@@ -135,13 +135,13 @@ def test_repeated_naks_use_the_backoff_interval() -> None:
     rcv = receiver(RmReceiverParams(nak_initial_backoff_interval=0), seed=3)
     _, out, _ = rcv.datagram_received(data(0), SRC, 0)
     _, out, _ = rcv.datagram_received(data(3), SRC, 0)
-    assert [decoded(o).sqns for o in out] == [(1, 2)]  # type: ignore[attr-defined]  # at once, one packet
+    assert [decoded(o).sqns for o in out] == [(1, 2)]  # at once, one packet
     times = []
     t = 0
     for _ in range(3):
-        t = rcv.next_deadline()  # type: ignore[assignment]
+        t = rcv.next_deadline()
         out, _ = rcv.poll(t)
-        assert [decoded(o).sqns for o in out] == [(1, 2)]  # type: ignore[attr-defined]
+        assert [decoded(o).sqns for o in out] == [(1, 2)]
         times.append(t)
     gaps = [b - a for a, b in zip([0, *times], times, strict=False)]
     assert all(100 * MS <= g <= 300 * MS for g in gaps)
@@ -200,7 +200,7 @@ def test_rate_limited_naks_are_queued_oldest_first_with_one_ncf_per_sqn() -> Non
     src = source(rc=rate(retransmit_rate_limit=100_000))
     for _ in range(200):
         src.send(bytes(100), 0)
-    assert [lbtrm.decode(o.data).sqn for o in src.datagram_received(nak(10), SRC, 0)] == [10]  # type: ignore[union-attr]
+    assert [lbtrm.decode(o.data).sqn for o in src.datagram_received(nak(10), SRC, 0)] == [10]
     out100 = src.datagram_received(nak(100), SRC, 1 * MS)
     out50 = src.datagram_received(nak(50), SRC, 2 * MS)
     out100b = src.datagram_received(nak(100), SRC, 3 * MS)
@@ -213,7 +213,7 @@ def test_rate_limited_naks_are_queued_oldest_first_with_one_ncf_per_sqn() -> Non
         t = src.next_deadline()
         assert t is not None and t <= 100 * MS
         out, _ = src.poll(t)
-        order += [(t, lbtrm.decode(o.data).sqn) for o in out if o.data[0] == lbtrm.TYPE_DATA]  # type: ignore[union-attr]
+        order += [(t, lbtrm.decode(o.data).sqn) for o in out if o.data[0] == lbtrm.TYPE_DATA]
     assert order == [(10 * MS, 50), (20 * MS, 100)]  # oldest first, one per interval
     st = src.statistics()
     assert (st.rxs_sent, st.naks_rx_delay_ignored, st.ncfs_rx_delay) == (3, 3, 2)
@@ -228,7 +228,7 @@ def test_retransmissions_stay_within_their_own_budget_and_never_block_new_data()
     per_interval: dict[int, int] = {}
     t = 0
     while src.statistics().rxs_sent < 300:
-        t = src.next_deadline()  # type: ignore[assignment]
+        t = src.next_deadline()
         out, _ = src.poll(t)
         per_interval[t // (10 * MS)] = per_interval.get(t // (10 * MS), 0) + sum(
             len(o.data) for o in out if o.data[0] == lbtrm.TYPE_DATA
@@ -244,7 +244,7 @@ def test_window_exhaustion_gives_unrecovered_txw_and_nak_shed_ncfs() -> None:
     net.add(SRC, source(params))
     rcv = net.add(("10.0.1.1", 50000), receiver(RmReceiverParams(send_naks=False)), member=True)
 
-    def fate(src, dst, payload, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, payload, now):
         return () if payload[0] == lbtrm.TYPE_DATA and lbtrm.decode_data_header(payload)[2] == 2 else (0,)
 
     net.fate = fate
@@ -258,7 +258,7 @@ def test_window_exhaustion_gives_unrecovered_txw_and_nak_shed_ncfs() -> None:
     assert gave_up == [(13 * MS, Unrecovered((2,), "window"))]
     src = net.nodes[SRC].engine
     assert src.statistics().txw_msgs == 10
-    (out,) = src.datagram_received(nak(2), ("10.0.1.1", 50000), net.now)  # type: ignore[union-attr]
+    (out,) = src.datagram_received(nak(2), ("10.0.1.1", 50000), net.now)
     ncf = lbtrm.decode(out.data)
     assert isinstance(ncf, RmNcf) and ncf.reason == NcfReason.NAK_SHED and ncf.trail_sqn == 20
     assert src.statistics().naks_shed == 1
@@ -313,7 +313,7 @@ def test_worked_example_8_11_5_timeline_with_every_nak_blocked() -> None:
         net.send(SRC, b"#%d" % i)
     net.run_for(10 * MS)
 
-    def fate(src, dst, payload, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, payload, now):
         if dst == SRC:
             return ()  # every NAK is lost
         if payload[0] == lbtrm.TYPE_DATA and lbtrm.decode_data_header(payload)[2] == 6:
@@ -426,7 +426,7 @@ def test_sequence_numbers_wrap_at_2_32() -> None:
     top = 0xFFFF_FFFE
     rcv.datagram_received(data(top, top), SRC, 0)
     _, out, _ = rcv.datagram_received(data(1, top), SRC, 0)  # 0xFFFFFFFF and 0 missing
-    assert [decoded(o).sqns for o in out] == [(0xFFFF_FFFF, 0)]  # type: ignore[attr-defined]
+    assert [decoded(o).sqns for o in out] == [(0xFFFF_FFFF, 0)]
     received, _, _ = rcv.datagram_received(data(0, top, rx=True), SRC, MS)
     assert [r.transport_sqn for r in received] == [0]
     assert rcv.statistics().losses_pending == 1
@@ -455,7 +455,7 @@ def test_a_garbage_jump_of_the_sequence_number_is_bounded() -> None:
     (gone,) = [e for e in events if isinstance(e, Unrecovered)]
     assert gone.unlisted + len(gone.sqns) == st.unrecovered_txw == 0x7FFF_FFEF - MAX_TRACKED_LOSSES
     assert len(gone.sqns) <= MAX_TRACKED_LOSSES
-    assert sum(len(decoded(o).sqns) for o in out) == MAX_TRACKED_LOSSES  # type: ignore[attr-defined]
+    assert sum(len(decoded(o).sqns) for o in out) == MAX_TRACKED_LOSSES
     assert all(len(o.data) <= 8192 for o in out)  # NAK packets stay within the datagram max size
 
 

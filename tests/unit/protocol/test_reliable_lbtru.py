@@ -44,7 +44,7 @@ def ru_receiver(params: RuReceiverParams | None = None, sid: int | None = SID, s
 
 
 def setup(*receivers: RuReceiver, src: RuSource | None = None, **kw: object) -> Net:
-    net = Net(**kw)  # type: ignore[arg-type]
+    net = Net(**kw)
     net.add(SRC, src or ru_source())
     for addr, r in zip((R1, R2), receivers, strict=False):
         net.add(addr, r)
@@ -52,7 +52,7 @@ def setup(*receivers: RuReceiver, src: RuSource | None = None, **kw: object) -> 
 
 
 def kinds(sent: list[tuple[int, object]]) -> list[str]:
-    return [type(lbtru.decode(o.data)).__name__ for _, o in sent]  # type: ignore[attr-defined]
+    return [type(lbtru.decode(o.data)).__name__ for _, o in sent]
 
 
 def test_handshake_then_data_and_acks() -> None:
@@ -83,7 +83,7 @@ def test_handshake_then_data_and_acks() -> None:
 def test_lost_syn_is_retried_every_connect_interval() -> None:
     lost = {"n": 0}
 
-    def fate(src, dst, data, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, data, now):
         if data[0] == lbtru.TYPE_SM and lost["n"] < 2:
             lost["n"] += 1
             return ()
@@ -134,7 +134,7 @@ def test_client_activity_timeout_then_rst_ends_the_receiver() -> None:
 
 
 def test_loss_is_repaired_for_the_client_that_lost_it_only() -> None:
-    def fate(src, dst, data, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, data, now):
         if dst == R1 and data[0] == lbtru.TYPE_DATA:
             flags, sqn, *_ = lbtru.decode_data_header(data)
             if sqn == 1 and not flags & lbtru.FLAG_RX:
@@ -198,7 +198,7 @@ def test_receiver_activity_timeout_after_the_source_goes_silent() -> None:
 
 
 def test_tail_loss_and_idle_session_messages_reach_every_client() -> None:
-    def fate(src, dst, data, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, data, now):
         if data[0] == lbtru.TYPE_DATA and lbtru.decode_data_header(data)[1] == 2 and not data[2] & 0x40:
             return ()
         return (0,)
@@ -212,12 +212,12 @@ def test_tail_loss_and_idle_session_messages_reach_every_client() -> None:
         assert net.nodes[r].payloads() == [b"t0", b"t1", b"t2"]
     sent = net.nodes[SRC].sent
     sms = [(lbtru.decode(o.data), o.destination) for _, o in sent if o.data[0] == lbtru.TYPE_SM]
-    idle = [d for sm, d in sms if not sm.syn]  # type: ignore[union-attr]
+    idle = [d for sm, d in sms if not sm.syn]
     assert idle.count(R1) == idle.count(R2) >= 2  # 200 ms and 600 ms after the last datagram
     # per-client SM sequence numbers stay consecutive (Wireshark's per-client analysis)
     for r in (R1, R2):
         sqns = [
-            lbtru.decode(o.data).sm_sqn  # type: ignore[union-attr]
+            lbtru.decode(o.data).sm_sqn
             for _, o in net.nodes[SRC].sent
             if o.destination == r and o.data[0] == lbtru.TYPE_SM
         ]

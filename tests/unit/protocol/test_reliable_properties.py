@@ -35,11 +35,11 @@ actions = st.lists(
 gaps = st.lists(st.integers(0, 30), min_size=1, max_size=40)
 
 
-def chaos_fate(plan: list[tuple[str, int]]):  # type: ignore[no-untyped-def]
+def chaos_fate(plan: list[tuple[str, int]]):
     """Apply ``plan`` to the first transmissions (in order), then deliver everything."""
     it = iter(plan)
 
-    def fate(src, dst, data, now):  # type: ignore[no-untyped-def]
+    def fate(src, dst, data, now):
         action, ms = next(it, ("ok", 0))
         if action == "drop":
             return ()

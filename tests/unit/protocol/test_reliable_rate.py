@@ -37,7 +37,7 @@ def test_acceptance_1_mbps_100_ms_1000_byte_messages() -> None:
     assert src.next_deadline() == 100 * MS
     assert src.poll(99 * MS) == ([], [])
     out, events = src.poll(100 * MS)
-    assert [lbtrm.decode(o.data).sqn for o in out] == [12]  # type: ignore[union-attr]
+    assert [lbtrm.decode(o.data).sqn for o in out] == [12]
     assert events == [SourceUnblocked()]
     assert not src.send(bytes(1000), 100 * MS).refused
 
@@ -50,7 +50,7 @@ def test_acceptance_1_mbps_100_ms_1000_byte_messages() -> None:
         for o in r.outgoing:
             wire[t // (100 * MS)] = wire.get(t // (100 * MS), 0) + len(o.data)
         if r.refused:
-            t = src.next_deadline()  # type: ignore[assignment]
+            t = src.next_deadline()
             out, events = src.poll(t)
             wakeups += events.count(SourceUnblocked())
             for o in out:
@@ -122,7 +122,7 @@ def test_released_datagram_goes_out_before_the_next_send() -> None:
     src.send(bytes(30), 0)
     assert src.send(bytes(40), 0).queued
     result = src.send(b"z", 12 * MS)  # no poll in between
-    assert [lbtrm.decode(o.data).sqn for o in result.outgoing] == [1, 2]  # type: ignore[union-attr]
+    assert [lbtrm.decode(o.data).sqn for o in result.outgoing] == [1, 2]
 
 
 def test_zero_means_unlimited_and_bad_values_are_refused() -> None:

@@ -26,7 +26,6 @@ __all__ = ["EMPTY_IN", "EMPTY_OUT", "ReceiverBase"]
 
 EMPTY_IN: Final[Sequence[Received]] = ()
 EMPTY_OUT: Final[Sequence[Outgoing]] = ()
-EMPTY_EVENTS: Final[Sequence[ReceiverEvent]] = ()
 
 
 class ReceiverBase:
