@@ -29,34 +29,18 @@ datagrams, which its delivery controller reports as unrecoverable loss.
 from __future__ import annotations
 
 import errno
-import itertools
 import random
 import socket
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openum._errors import ClosedError, InvalidStateError, SystemCallError, WouldBlock
+from openum._errors import SystemCallError
 from openum.config import REGISTRY, SourceAttributes
-from openum.runtime import NS_PER_MS, EventLoop, FdEvent, in_context_callback
+from openum.runtime import EventLoop, FdEvent
 from openum.transport._interfaces import resolve_interface
+from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
 from openum.wire import WireError
-from openum.wire.lbmc import (
-    AppHeaderChain,
-    FragmentHeader,
-    LbmcMessage,
-    MessageType,
-    PropertiesBlock,
-    PropertiesLengthElement,
-    SessionIdHeader,
-    TsniHeader,
-    control_message,
-    decode_message_at,
-    encode_data_into,
-    encode_message,
-    encode_properties,
-)
+from openum.wire.lbmc import SessionIdHeader, decode_message_at
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 
 __all__ = ["TcpSessionPool", "TcpSourceSession", "TcpSourceStatistics"]
@@ -71,14 +55,7 @@ SESSION_OPTIONS = tuple(
     )
 )
 
-DATA_HEADER = 12
-FRAGMENT_OVERHEAD = 28  # data header + FRAG extension header
-PROPERTIES_FRAGMENT_OVERHEAD = 40  # ... plus the properties-length chain element
 MAX_LBMC = 65535  # msglen is 16 bits
-SQN_MASK = 0xFFFFFFFF
-
-SourceEventCallback = Callable[[int, Any], Any]
-
 
 @dataclass(frozen=True, slots=True)
 class TcpSourceStatistics:
@@ -113,8 +90,8 @@ class _Client:
     confirmed: bool = False
 
 
-class TcpSourceSession:
-    """One listening TCP transport session: its receivers, batch buffer and flow control."""
+class TcpSourceSession(SourceSessionBase):
+    """One listening TCP transport session: its connected receivers and their buffers."""
 
     def __init__(
         self,
@@ -127,19 +104,13 @@ class TcpSourceSession:
         listener: socket.socket,
         log: Any,
     ) -> None:
-        self.loop = loop
+        datagram_max = min(context_attrs.get("transport_tcp_datagram_max_size"), MAX_LBMC)
+        super().__init__(loop, log, attrs, datagram_max, ("drops", "clients_rejected"))
         self.interface = interface
         self.port = port
         self.session_id = session_id
-        self.attrs = attrs
         self.listener = listener
-        self.log = log
-        self.topics: dict[int, Any] = {}  # topic index -> the source (an object with on_session_event)
-        self._indices = itertools.count(1)
         self.clients: list[_Client] = []
-        self.closed = False
-        self.lock = threading.Lock()
-        self._unblocked = threading.Condition(self.lock)
         behavior = attrs.get("transport_tcp_multiple_receiver_behavior")
         if behavior == "bounded_latency":
             log.warning(
@@ -149,61 +120,19 @@ class TcpSourceSession:
             behavior = "source_paced"
         self.receiver_paced = behavior == "normal"
         self.max_buffer: int = attrs.get("transport_session_maximum_buffer")
-        self.batch_min: int = attrs.get("implicit_batching_minimum_length")
-        self.batch_interval_ms: int = attrs.get("implicit_batching_interval")
-        self.datagram_max: int = min(context_attrs.get("transport_tcp_datagram_max_size"), MAX_LBMC)
-        self.max_payload = self.datagram_max - DATA_HEADER
-        self._batch = bytearray(self.datagram_max)
-        self._blen = 0
-        self._batch_timer: int | None = None
-        self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._hello = session_id_message(session_id) if session_id is not None else b""
-        self._stats = dict.fromkeys(
-            (
-                "msgs_sent",
-                "bytes_sent",
-                "datagrams_sent",
-                "fragments_sent",
-                "tsnis_sent",
-                "blocked",
-                "drops",
-                "clients_rejected",
-            ),
-            0,
-        )
-        self._tsni_interval_ms: int = attrs.get("transport_topic_sequence_number_info_interval")
-        self._tsni_active_ms: int = attrs.get("transport_topic_sequence_number_info_active_threshold") * 1000
-        self._tsni_timer: int | None = None
 
     @property
     def key(self) -> tuple[str, int, int | None]:
         return (self.interface, self.port, self.session_id)
 
-    # -- topics ------------------------------------------------------------------------------------
-    def allocate_index(self, source: Any) -> int:
-        """A topic index for a new source on this session (unique within the session).
-
-        Receivers already connected to the session are connected to the new source too: it gets a
-        CONNECT event for each of them (on the context thread).
-        """
-        index = next(self._indices)
-        with self.lock:
-            self.topics[index] = source
-            peers = [client.peer for client in self.clients]
-        for peer in peers:
-            self.loop.call_soon(source._session_event, 1, peer)
-        return index
-
-    def release_index(self, index: int) -> None:
-        with self.lock:
-            self.topics.pop(index, None)
-            self._wakeup_wanted.discard(index)
+    def _connected_peers(self) -> list[Any]:
+        return [client.peer for client in self.clients]
 
     # -- accepting receivers (context thread) -------------------------------------------------------
     def start(self) -> None:
         self.loop.register_fd(self.listener.fileno(), FdEvent.READ, self._accept, None)
-        if self._tsni_interval_ms:
-            self._tsni_timer = self.loop.schedule_timer(self._tsni_interval_ms, self._tsni_tick)
+        self.start_timers()
 
     def _accept(self, _fd: int, _events: FdEvent, _clientd: Any) -> None:
         while True:
@@ -234,7 +163,7 @@ class TcpSourceSession:
             self.log.debug(
                 "TCP session %s:%d: receiver %s:%d connected", self.interface, self.port, *client.peer
             )
-            self._notify(1, client.peer)  # CONNECT to every source on the session (seed 2.11.2)
+            self.notify(EVENT_CONNECT, client.peer)  # CONNECT to every source on the session (seed 2.11.2)
 
     def _client_event(self, _fd: int, events: FdEvent, client: _Client) -> None:
         if events & FdEvent.READ:
@@ -296,11 +225,7 @@ class TcpSourceSession:
         client.sock.close()
         self.log.debug("TCP session %s:%d: receiver %s:%d %s", self.interface, self.port, *client.peer, why)
         self._wake(wake)
-        self._notify(2, client.peer)  # DISCONNECT
-
-    def _notify(self, event: int, info: Any) -> None:
-        for source in list(self.topics.values()):
-            source._session_event(event, info)
+        self.notify(EVENT_DISCONNECT, client.peer)  # DISCONNECT
 
     # -- writing (caller's thread or context thread, under the lock) ---------------------------------
     def _write_client(self, client: _Client) -> None:
@@ -317,9 +242,17 @@ class TcpSourceSession:
     def _buffered(self) -> int:
         return sum(len(c.out) for c in self.clients)
 
+    def _has_room(self) -> bool:
+        return not self.receiver_paced or self._buffered() < self.max_buffer
+
+    def _blocked_reason(self) -> str:
+        return (
+            f"TCP session {self.interface}:{self.port}: {self._buffered()} bytes are waiting for slow "
+            f"receivers (transport_session_maximum_buffer {self.max_buffer})"
+        )
+
     def _deliver(self, data: bytes) -> None:
         """Write one datagram to every receiver (lock held)."""
-        self._stats["datagrams_sent"] += 1
         for client in self.clients:
             if client.out:
                 if not self.receiver_paced and len(client.out) + len(data) > self.max_buffer:
@@ -340,170 +273,6 @@ class TcpSourceSession:
                     client.writing = True
                     self.loop.modify_fd(client.sock.fileno(), FdEvent.READ | FdEvent.WRITE)
 
-    def _flush_locked(self) -> None:
-        if self._blen:
-            data = bytes(self._batch[: self._blen])
-            self._blen = 0
-            self._deliver(data)
-
-    def _release_blocked(self) -> list[int]:
-        """When the buffers drained below the cap: wake blocked senders; topics owed a WAKEUP event."""
-        if self.receiver_paced and self._buffered() >= self.max_buffer:
-            return []
-        self._unblocked.notify_all()
-        wake = list(self._wakeup_wanted)
-        self._wakeup_wanted.clear()
-        return wake
-
-    def _wake(self, topic_indices: list[int]) -> None:
-        for index in topic_indices:
-            source = self.topics.get(index)
-            if source is not None:
-                source._session_event(3, None)  # WAKEUP, on the context thread (seed 2.11.3)
-
-    def _wait_room(self, topic_index: int, nonblock: bool) -> None:
-        """Flow control before a send (lock held): block or raise WouldBlock while receivers lag."""
-        if not self.receiver_paced:
-            return
-        while self._buffered() >= self.max_buffer:
-            if self.closed:
-                raise ClosedError("the source's transport session is closed")
-            self._stats["blocked"] += 1
-            if nonblock:
-                self._wakeup_wanted.add(topic_index)
-                raise WouldBlock(
-                    f"TCP session {self.interface}:{self.port}: {self._buffered()} bytes are waiting for "
-                    f"slow receivers (transport_session_maximum_buffer {self.max_buffer}); a WAKEUP source "
-                    "event follows when they catch up"
-                )
-            if in_context_callback():
-                raise InvalidStateError(
-                    "a blocking send from a context-thread callback would deadlock (the context thread is "
-                    "the one that drains the buffers); send with SendFlags.NONBLOCK there (seed 2.12.1)"
-                )
-            self._unblocked.wait(1.0)
-
-    # -- the send path ----------------------------------------------------------------------------
-    def send(
-        self,
-        source: Any,
-        data: bytes | bytearray | memoryview,
-        *,
-        flush: bool,
-        nonblock: bool,
-        hold: bool = False,
-        properties: PropertiesBlock | None = None,
-    ) -> int:
-        """Send one application message of ``source`` (its ``topic_index`` and next sequence number,
-        ``_next_sqn``, which this advances under the session lock so concurrent senders stay ordered).
-
-        ``hold`` keeps the batch from being flushed for its size (explicit batching, seed 8.6.4).
-        Returns the topic sequence number of the (last fragment of the) message.
-        """
-        with self.lock:
-            if self.closed:
-                raise ClosedError("the source's transport session is closed")
-            topic_index = source.topic_index
-            self._wait_room(topic_index, nonblock)
-            sqn: int = source._next_sqn
-            size = len(data)
-            if properties is None and size <= self.max_payload:
-                if self._blen + DATA_HEADER + size > self.datagram_max:
-                    self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
-                self._blen = encode_data_into(self._batch, self._blen, topic_index, sqn, data)
-                used = 1
-                self._stats["bytes_sent"] += size
-            else:
-                used = self._send_large(topic_index, sqn, data, properties)
-            self._stats["msgs_sent"] += 1
-            source._next_sqn = (sqn + used) & SQN_MASK
-            if flush or (self._blen >= self.batch_min and not hold):
-                self._flush_locked()
-            elif self._blen and self._batch_timer is None:
-                self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
-            source._last_send_ns = self.loop.clock.now_ns()
-        return (sqn + used - 1) & SQN_MASK
-
-    def _append_message(self, encoded: bytes) -> None:
-        if self._blen + len(encoded) > self.datagram_max:
-            self._flush_locked()
-        self._batch[self._blen : self._blen + len(encoded)] = encoded
-        self._blen += len(encoded)
-
-    def _send_large(
-        self,
-        topic_index: int,
-        sqn: int,
-        data: bytes | bytearray | memoryview,
-        properties: PropertiesBlock | None,
-    ) -> int:
-        """Messages with properties or larger than a datagram: LBMC fragments (seed 8.7, 10.11)."""
-        if (
-            properties is not None
-            and len(data) + len(encode_properties(properties)) + 40 <= self.datagram_max
-        ):
-            self._append_message(
-                encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, (), data, properties))
-            )
-            self._stats["bytes_sent"] += len(data)
-            return 1
-        whole = bytes(data)
-        headers_extra: tuple[AppHeaderChain, ...] = ()
-        overhead = FRAGMENT_OVERHEAD
-        if properties is not None:
-            block = encode_properties(properties)
-            whole += block
-            headers_extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
-            overhead = PROPERTIES_FRAGMENT_OVERHEAD
-        chunk = self.datagram_max - overhead
-        total = len(whole)
-        count = (total + chunk - 1) // chunk
-        for i in range(count):
-            offset = i * chunk
-            piece = whole[offset : offset + chunk]
-            frag = FragmentHeader(sqn, offset, total)
-            msg = LbmcMessage(
-                MessageType.DATA, topic_index, (sqn + i) & SQN_MASK, (frag, *headers_extra), piece
-            )
-            self._append_message(encode_message(msg))
-            self._flush_locked()  # each fragment is its own datagram
-        self._stats["fragments_sent"] += count
-        self._stats["bytes_sent"] += len(data)
-        return count
-
-    def flush(self) -> None:
-        with self.lock:
-            self._flush_locked()
-
-    def _batch_expired(self, _clientd: Any) -> None:
-        with self.lock:
-            self._batch_timer = None
-            self._flush_locked()
-
-    # -- TSNI (seed 8.9) -------------------------------------------------------------------------
-    def _tsni_tick(self, _clientd: Any) -> None:
-        self._tsni_timer = None
-        if self.closed:
-            return
-        now = self.loop.clock.now_ns()
-        interval_ns = self._tsni_interval_ms * NS_PER_MS
-        records: list[tuple[int, int]] = []
-        for index, source in list(self.topics.items()):
-            last = source._last_send_ns
-            if last is None:
-                continue  # nothing sent yet: nothing to tell
-            idle = now - last
-            if idle >= interval_ns and (not self._tsni_active_ms or idle <= self._tsni_active_ms * NS_PER_MS):
-                records.append((index, (source._next_sqn - 1) & SQN_MASK))
-        if records:
-            with self.lock:
-                for start in range(0, len(records), TsniHeader.MAX_RECORDS):
-                    chunk = tuple(records[start : start + TsniHeader.MAX_RECORDS])
-                    self._append_message(encode_message(control_message(TsniHeader(chunk))))
-                    self._stats["tsnis_sent"] += len(chunk)
-                self._flush_locked()
-        self._tsni_timer = self.loop.schedule_timer(self._tsni_interval_ms, self._tsni_tick)
-
     # -- statistics and closing --------------------------------------------------------------------
     def statistics(self) -> TcpSourceStatistics:
         with self.lock:
@@ -512,20 +281,11 @@ class TcpSourceSession:
             )
 
     def close(self) -> None:
+        if not self._close_base():
+            return
         with self.lock:
-            if self.closed:
-                return
-            self._flush_locked()
-            self.closed = True
-            self._unblocked.notify_all()
             clients = list(self.clients)
             self.clients.clear()
-        for timer in (self._batch_timer, self._tsni_timer):
-            if timer is not None:
-                try:
-                    self.loop.cancel_timer(timer)
-                except Exception:
-                    pass
         try:
             self.loop.unregister_fd(self.listener.fileno())
         except Exception:  # the loop may be closed already

@@ -1,0 +1,301 @@
+"""What every source transport session shares, whatever carries its datagrams (seed 2.9, 8.6, 8.7, 8.9).
+
+A source transport session numbers its topics, batches the LBMC messages of all its sources into
+datagrams (implicit batching, seed 8.6.1: flush when the batch exceeds ``implicit_batching_minimum_length``,
+before it would overflow the datagram, on ``FLUSH``, or when its oldest message waited
+``implicit_batching_interval``), fragments what does not fit one datagram (seed 8.7), sends TSNIs for idle
+topics (seed 8.9), and applies flow control before each send: a session that has no room blocks the
+sender or raises :class:`~openum.WouldBlock`, and owes the refused sources a ``WAKEUP`` event (seed
+2.11.3).  Subclasses say what "no room" means and deliver the datagrams (TCP: to connected receivers;
+LBT-RM/LBT-RU: through their reliability engine).
+
+``send`` runs on the caller's thread under the session lock (ARCHITECTURE.md 3); timers and socket events
+run on the context thread.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import threading
+from typing import Any
+
+from openum._errors import ClosedError, InvalidStateError, WouldBlock
+from openum.runtime import NS_PER_MS, EventLoop, in_context_callback
+from openum.wire.lbmc import (
+    AppHeaderChain,
+    FragmentHeader,
+    LbmcMessage,
+    MessageType,
+    PropertiesBlock,
+    PropertiesLengthElement,
+    TsniHeader,
+    control_message,
+    encode_data_into,
+    encode_message,
+    encode_properties,
+)
+
+__all__ = ["EVENT_CONNECT", "EVENT_DISCONNECT", "EVENT_WAKEUP", "SQN_MASK", "SourceSessionBase"]
+
+DATA_HEADER = 12
+FRAGMENT_OVERHEAD = 28  # data header + FRAG extension header
+PROPERTIES_FRAGMENT_OVERHEAD = 40  # ... plus the properties-length chain element
+SQN_MASK = 0xFFFFFFFF
+
+EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3  # SourceEvent values
+
+
+class SourceSessionBase(abc.ABC):
+    """Topics, batching, fragmentation, TSNIs and flow control of one source transport session."""
+
+    #: Counters every session keeps (subclasses add their own).
+    BASE_COUNTERS = ("msgs_sent", "bytes_sent", "datagrams_sent", "fragments_sent", "tsnis_sent", "blocked")
+
+    def __init__(
+        self, loop: EventLoop, log: Any, attrs: Any, datagram_max: int, counters: tuple[str, ...]
+    ) -> None:
+        self.loop = loop
+        self.log = log
+        self.attrs = attrs
+        self.topics: dict[int, Any] = {}  # topic index -> the Source (has _session_event, _next_sqn, ...)
+        self._indices = itertools.count(1)
+        self.closed = False
+        self.lock = threading.Lock()
+        self._unblocked = threading.Condition(self.lock)
+        self.batch_min: int = attrs.get("implicit_batching_minimum_length")
+        self.batch_interval_ms: int = attrs.get("implicit_batching_interval")
+        self.datagram_max = datagram_max
+        self.max_payload = datagram_max - DATA_HEADER
+        self._batch = bytearray(datagram_max)
+        self._blen = 0
+        self._batch_timer: int | None = None
+        self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
+        self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
+        self._tsni_interval_ms: int = attrs.get("transport_topic_sequence_number_info_interval")
+        self._tsni_active_ms: int = attrs.get("transport_topic_sequence_number_info_active_threshold") * 1000
+        self._tsni_timer: int | None = None
+
+    # -- what subclasses provide ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def _deliver(self, data: bytes) -> None:
+        """Send one datagram of LBMC messages (lock held)."""
+
+    def _has_room(self) -> bool:
+        """Whether a send may go ahead now (lock held)."""
+        return True
+
+    def _blocked_reason(self) -> str:
+        return "the transport session has no room"
+
+    def _connected_peers(self) -> list[Any]:
+        """Receivers connected to the session now (a new source gets CONNECT for each)."""
+        return []
+
+    # -- topics ------------------------------------------------------------------------------------
+    def allocate_index(self, source: Any) -> int:
+        """A topic index for a new source on this session (unique within the session).
+
+        Receivers already connected to the session are connected to the new source too: it gets a
+        CONNECT event for each of them (on the context thread).
+        """
+        index = next(self._indices)
+        with self.lock:
+            self.topics[index] = source
+            peers = self._connected_peers()
+        for peer in peers:
+            self.loop.call_soon(source._session_event, EVENT_CONNECT, peer)
+        return index
+
+    def release_index(self, index: int) -> None:
+        with self.lock:
+            self.topics.pop(index, None)
+            self._wakeup_wanted.discard(index)
+
+    def notify(self, event: int, info: Any) -> None:
+        """A session event for every source on the session (context thread)."""
+        for source in list(self.topics.values()):
+            source._session_event(event, info)
+
+    def start_timers(self) -> None:
+        if self._tsni_interval_ms:
+            self._tsni_timer = self.loop.schedule_timer(self._tsni_interval_ms, self._tsni_tick)
+
+    # -- flow control --------------------------------------------------------------------------------
+    def _release_blocked(self) -> list[int]:
+        """When there is room again: wake blocked senders; return the topics owed a WAKEUP (lock held)."""
+        if not self._has_room():
+            return []
+        self._unblocked.notify_all()
+        wake = list(self._wakeup_wanted)
+        self._wakeup_wanted.clear()
+        return wake
+
+    def _wake(self, topic_indices: list[int]) -> None:
+        for index in topic_indices:
+            source = self.topics.get(index)
+            if source is not None:
+                source._session_event(EVENT_WAKEUP, None)  # on the context thread (seed 2.11.3)
+
+    def _wait_room(self, topic_index: int, nonblock: bool) -> None:
+        """Flow control before a send (lock held): block, or raise WouldBlock, while there is no room."""
+        while not self._has_room():
+            if self.closed:
+                raise ClosedError("the source's transport session is closed")
+            self._stats["blocked"] += 1
+            if nonblock:
+                self._wakeup_wanted.add(topic_index)
+                raise WouldBlock(
+                    f"{self._blocked_reason()}; a WAKEUP source event follows when sending may resume"
+                )
+            if in_context_callback():
+                raise InvalidStateError(
+                    "a blocking send from a context-thread callback would deadlock (the context thread is "
+                    "the one that makes room); send with SendFlags.NONBLOCK there (seed 2.12.1)"
+                )
+            self._unblocked.wait(1.0)
+
+    # -- the send path ----------------------------------------------------------------------------
+    def send(
+        self,
+        source: Any,
+        data: bytes | bytearray | memoryview,
+        *,
+        flush: bool,
+        nonblock: bool,
+        hold: bool = False,
+        properties: PropertiesBlock | None = None,
+    ) -> int:
+        """Send one application message of ``source`` (its ``topic_index`` and next sequence number,
+        ``_next_sqn``, which this advances under the session lock so concurrent senders stay ordered).
+
+        ``hold`` keeps the batch from being flushed for its size (explicit batching, seed 8.6.4).
+        Returns the topic sequence number of the (last fragment of the) message.
+        """
+        with self.lock:
+            if self.closed:
+                raise ClosedError("the source's transport session is closed")
+            topic_index = source.topic_index
+            self._wait_room(topic_index, nonblock)
+            sqn: int = source._next_sqn
+            size = len(data)
+            if properties is None and size <= self.max_payload:
+                if self._blen + DATA_HEADER + size > self.datagram_max:
+                    self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
+                self._blen = encode_data_into(self._batch, self._blen, topic_index, sqn, data)
+                used = 1
+                self._stats["bytes_sent"] += size
+            else:
+                used = self._send_large(topic_index, sqn, data, properties)
+            self._stats["msgs_sent"] += 1
+            source._next_sqn = (sqn + used) & SQN_MASK
+            if flush or (self._blen >= self.batch_min and not hold):
+                self._flush_locked()
+            elif self._blen and self._batch_timer is None:
+                self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
+            source._last_send_ns = self.loop.clock.now_ns()
+        return (sqn + used - 1) & SQN_MASK
+
+    def _flush_locked(self) -> None:
+        if self._blen:
+            data = bytes(self._batch[: self._blen])
+            self._blen = 0
+            self._stats["datagrams_sent"] += 1
+            self._deliver(data)
+
+    def _append_message(self, encoded: bytes) -> None:
+        if self._blen + len(encoded) > self.datagram_max:
+            self._flush_locked()
+        self._batch[self._blen : self._blen + len(encoded)] = encoded
+        self._blen += len(encoded)
+
+    def _send_large(
+        self,
+        topic_index: int,
+        sqn: int,
+        data: bytes | bytearray | memoryview,
+        properties: PropertiesBlock | None,
+    ) -> int:
+        """Messages with properties or larger than a datagram: LBMC fragments (seed 8.7, 10.11)."""
+        if (
+            properties is not None
+            and len(data) + len(encode_properties(properties)) + 40 <= self.datagram_max
+        ):
+            self._append_message(
+                encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, (), data, properties))
+            )
+            self._stats["bytes_sent"] += len(data)
+            return 1
+        whole = bytes(data)
+        headers_extra: tuple[AppHeaderChain, ...] = ()
+        overhead = FRAGMENT_OVERHEAD
+        if properties is not None:
+            block = encode_properties(properties)
+            whole += block
+            headers_extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
+            overhead = PROPERTIES_FRAGMENT_OVERHEAD
+        chunk = self.datagram_max - overhead
+        total = len(whole)
+        count = (total + chunk - 1) // chunk
+        for i in range(count):
+            offset = i * chunk
+            piece = whole[offset : offset + chunk]
+            frag = FragmentHeader(sqn, offset, total)
+            msg = LbmcMessage(
+                MessageType.DATA, topic_index, (sqn + i) & SQN_MASK, (frag, *headers_extra), piece
+            )
+            self._append_message(encode_message(msg))
+            self._flush_locked()  # each fragment is its own datagram
+        self._stats["fragments_sent"] += count
+        self._stats["bytes_sent"] += len(data)
+        return count
+
+    def flush(self) -> None:
+        with self.lock:
+            self._flush_locked()
+
+    def _batch_expired(self, _clientd: Any) -> None:
+        with self.lock:
+            self._batch_timer = None
+            self._flush_locked()
+
+    # -- TSNI (seed 8.9) -------------------------------------------------------------------------
+    def _tsni_tick(self, _clientd: Any) -> None:
+        self._tsni_timer = None
+        if self.closed:
+            return
+        now = self.loop.clock.now_ns()
+        interval_ns = self._tsni_interval_ms * NS_PER_MS
+        records: list[tuple[int, int]] = []
+        for index, source in list(self.topics.items()):
+            last = source._last_send_ns
+            if last is None:
+                continue  # nothing sent yet: nothing to tell
+            idle = now - last
+            if idle >= interval_ns and (not self._tsni_active_ms or idle <= self._tsni_active_ms * NS_PER_MS):
+                records.append((index, (source._next_sqn - 1) & SQN_MASK))
+        if records:
+            with self.lock:
+                for start in range(0, len(records), TsniHeader.MAX_RECORDS):
+                    chunk = tuple(records[start : start + TsniHeader.MAX_RECORDS])
+                    self._append_message(encode_message(control_message(TsniHeader(chunk))))
+                    self._stats["tsnis_sent"] += len(chunk)
+                self._flush_locked()
+        self._tsni_timer = self.loop.schedule_timer(self._tsni_interval_ms, self._tsni_tick)
+
+    # -- closing ---------------------------------------------------------------------------------------
+    def _close_base(self) -> bool:
+        """Flush, mark closed, wake blocked senders, cancel timers; False if it was closed already."""
+        with self.lock:
+            if self.closed:
+                return False
+            self._flush_locked()
+            self.closed = True
+            self._unblocked.notify_all()
+        for timer in (self._batch_timer, self._tsni_timer):
+            if timer is not None:
+                try:
+                    self.loop.cancel_timer(timer)
+                except Exception:  # the loop may be closed already
+                    pass
+        return True
