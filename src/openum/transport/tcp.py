@@ -57,6 +57,7 @@ SESSION_OPTIONS = tuple(
 
 MAX_LBMC = 65535  # msglen is 16 bits
 
+
 @dataclass(frozen=True, slots=True)
 class TcpSourceStatistics:
     """Counters of one TCP source transport session (UM's ``lbm_src_transport_stats_tcp_t`` plus openum's).

@@ -16,40 +16,16 @@ import errno
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from openum.runtime import NS_PER_MS, EventLoop, FdEvent
+from openum.transport._demux import LbmcDemux, TopicHandler, split_properties
 from openum.wire import WireError
-from openum.wire.lbmc import (
-    AppHeaderChain,
-    FragmentHeader,
-    MessageType,
-    PropertiesLengthElement,
-    TsniHeader,
-    decode_data_fast,
-    decode_message_at,
-    decode_properties,
-)
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 
-__all__ = ["TcpReceiverSession", "TcpReceiverStatistics", "TopicHandler"]
+__all__ = ["TcpReceiverSession", "TcpReceiverStatistics", "TopicHandler", "split_properties"]
 
 RECV_BUFFER = 256 * 1024
-FLAG_RETRANSMIT = 0x8  # LBM_MSG_FLAG_RETRANSMIT
-
-
-class TopicHandler(Protocol):
-    def on_data(
-        self,
-        sqn: int,
-        payload: memoryview | bytes,
-        now_ns: int,
-        fragment: tuple[int, int, int] | None,
-        flags: int,
-        properties: Any,
-    ) -> None: ...
-
-    def on_tsni(self, sqn: int, now_ns: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,20 +69,15 @@ class TcpReceiverSession:
         self.log = log
         self.on_active = on_active
         self.on_end = on_end
-        self.topics: dict[int, TopicHandler] = {}
+        self.demux = LbmcDemux()
+        self.topics = self.demux.topics
         self.active = False
         self.closed = False
         self._connected = False
         self._decoder = StreamDecoder()
         self._buf = bytearray(RECV_BUFFER)
         self._view = memoryview(self._buf)
-        self._stats = {
-            "bytes_rcved": 0,
-            "lbm_msgs_rcved": 0,
-            "lbm_msgs_no_topic_rcved": 0,
-            "tsnis_rcved": 0,
-            "msgs_malformed": 0,
-        }
+        self._bytes_rcved = 0
         self._activity_ns = activity_timeout_ms * NS_PER_MS
         self._last_activity = loop.clock.now_ns()
         self._activity_timer: int | None = None
@@ -163,69 +134,21 @@ class TcpReceiverSession:
             self.close("the source closed the connection")
             return
         self._last_activity = now
-        self._stats["bytes_rcved"] += count
+        self._bytes_rcved += count
         try:
             messages = self._decoder.feed(self._view[:count])
         except WireError as exc:
-            self._stats["msgs_malformed"] += 1
+            self.demux.msgs_malformed += 1
             self.close(f"the stream is corrupt ({exc})")
             return
         if not self.active:
             self.active = True
             self.on_active()  # the first bytes from the source: the session is active (BOS)
-        topics = self.topics
-        stats = self._stats
+        dispatch = self.demux.dispatch
         for view in messages:
-            fast = decode_data_fast(view)
-            if fast is not None:
-                stats["lbm_msgs_rcved"] += 1
-                handler = topics.get(fast[0])
-                if handler is None:
-                    stats["lbm_msgs_no_topic_rcved"] += 1
-                    continue
-                handler.on_data(fast[1], fast[2], now, None, 0, None)
-                continue
-            if not self._slow_path(view, now):
+            if not dispatch(view, now):
+                self.close("the source sent a malformed message")
                 return
-
-    def _slow_path(self, view: memoryview, now: int) -> bool:
-        try:
-            msg, _ = decode_message_at(view)
-        except WireError as exc:
-            self._stats["msgs_malformed"] += 1
-            self.close(f"the source sent a malformed message ({exc})")
-            return False
-        if msg.is_data:
-            self._stats["lbm_msgs_rcved"] += 1
-            handler = self.topics.get(msg.topic_index)
-            if handler is None:
-                self._stats["lbm_msgs_no_topic_rcved"] += 1
-                return True
-            flags = FLAG_RETRANSMIT if msg.type is MessageType.RETRANSMISSION else 0
-            frag_hdr = msg.header(FragmentHeader)
-            fragment = (
-                None if frag_hdr is None else (frag_hdr.first_sqn, frag_hdr.offset, frag_hdr.total_length)
-            )
-            properties: Any = None
-            payload: bytes | memoryview = msg.payload  # type: ignore[assignment]
-            if msg.properties is not None:
-                properties = msg.properties.to_dict()
-            elif fragment is not None:
-                chain = msg.header(AppHeaderChain)
-                if chain is not None:
-                    for element in chain.elements:
-                        if isinstance(element, PropertiesLengthElement):
-                            properties = _PropertiesLength(element.length)
-            handler.on_data(msg.sqn, payload, now, fragment, flags, properties)
-            return True
-        tsni = msg.header(TsniHeader)
-        if tsni is not None:
-            for tidx, sqn in tsni.records:
-                self._stats["tsnis_rcved"] += 1
-                handler = self.topics.get(tidx)
-                if handler is not None:
-                    handler.on_tsni(sqn, now)
-        return True
 
     def _check_activity(self, _clientd: Any) -> None:
         self._activity_timer = None
@@ -241,7 +164,10 @@ class TcpReceiverSession:
         )
 
     def statistics(self) -> TcpReceiverStatistics:
-        return TcpReceiverStatistics(**self._stats)
+        d = self.demux
+        return TcpReceiverStatistics(
+            self._bytes_rcved, d.lbm_msgs_rcved, d.lbm_msgs_no_topic_rcved, d.tsnis_rcved, d.msgs_malformed
+        )
 
     def close(self, reason: str = "closed") -> None:
         """Disconnect; ``on_end(reason)`` tells the subscriptions (EOS) unless the close was asked for."""
@@ -257,26 +183,3 @@ class TcpReceiverSession:
         self.sock.close()
         self.log.debug("TCP session %s:%d: %s", self.ip, self.port, reason)
         self.on_end(reason)
-
-
-@dataclass(frozen=True, slots=True)
-class _PropertiesLength:
-    """A fragmented message with properties: the last ``length`` bytes of the whole are the block."""
-
-    length: int
-
-    def split(self, whole: bytes) -> tuple[bytes, dict[str, Any]]:
-        if self.length <= 0 or self.length > len(whole):
-            return whole, {}
-        try:
-            props = decode_properties(whole[-self.length :]).to_dict()
-        except WireError:
-            return whole, {}
-        return whole[: -self.length], props
-
-
-def split_properties(payload: bytes, properties: Any) -> tuple[bytes, Any]:
-    """For a reassembled message: separate the properties block announced by its fragments."""
-    if isinstance(properties, _PropertiesLength):
-        return properties.split(payload)
-    return payload, properties

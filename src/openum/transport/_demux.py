@@ -1,0 +1,133 @@
+"""Handing LBMC messages to topic handlers, for every transport (seed 8.3.1, 2.9.1).
+
+A transport session carries the messages of many topics; a receiving context subscribes to some of them.
+:class:`LbmcDemux` walks a buffer of back-to-back LBMC messages (one TCP message, or a UDP datagram's
+batch), hands each data message to the handler registered for its topic index (topics nobody subscribes
+to are counted and dropped), and TSNI records likewise.  Plain data messages take a fast path without
+building records; fragments, properties, retransmissions and control messages take the record path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from openum.wire import WireError
+from openum.wire.lbmc import (
+    AppHeaderChain,
+    FragmentHeader,
+    MessageType,
+    PropertiesLengthElement,
+    TsniHeader,
+    decode_data_fast,
+    decode_message_at,
+    decode_properties,
+)
+
+__all__ = ["FLAG_RETRANSMIT", "LbmcDemux", "TopicHandler", "split_properties"]
+
+FLAG_RETRANSMIT = 0x8  # LBM_MSG_FLAG_RETRANSMIT
+
+
+class TopicHandler(Protocol):
+    def on_data(
+        self,
+        sqn: int,
+        payload: memoryview | bytes,
+        now_ns: int,
+        fragment: tuple[int, int, int] | None,
+        flags: int,
+        properties: Any,
+    ) -> None: ...
+
+    def on_tsni(self, sqn: int, now_ns: int) -> None: ...
+
+
+class LbmcDemux:
+    """Topic index -> handler, and the message counters of one received transport session."""
+
+    __slots__ = ("lbm_msgs_no_topic_rcved", "lbm_msgs_rcved", "msgs_malformed", "topics", "tsnis_rcved")
+
+    def __init__(self) -> None:
+        self.topics: dict[int, TopicHandler] = {}
+        self.lbm_msgs_rcved = 0
+        self.lbm_msgs_no_topic_rcved = 0
+        self.tsnis_rcved = 0
+        self.msgs_malformed = 0
+
+    def dispatch(self, view: memoryview, now_ns: int, flags: int = 0) -> bool:
+        """Deliver every message in ``view``; False (and counted) when one is malformed."""
+        topics = self.topics
+        offset = 0
+        end = len(view)
+        while offset < end:
+            fast = decode_data_fast(view, offset)
+            if fast is not None:
+                self.lbm_msgs_rcved += 1
+                handler = topics.get(fast[0])
+                if handler is None:
+                    self.lbm_msgs_no_topic_rcved += 1
+                else:
+                    handler.on_data(fast[1], fast[2], now_ns, None, flags, None)
+                offset = fast[3]
+                continue
+            try:
+                msg, offset = decode_message_at(view, offset)
+            except WireError:
+                self.msgs_malformed += 1
+                return False
+            if msg.is_data:
+                self._data(msg, now_ns, flags)
+            else:
+                tsni = msg.header(TsniHeader)
+                if tsni is not None:
+                    for tidx, sqn in tsni.records:
+                        self.tsnis_rcved += 1
+                        handler = topics.get(tidx)
+                        if handler is not None:
+                            handler.on_tsni(sqn, now_ns)
+        return True
+
+    def _data(self, msg: Any, now_ns: int, flags: int) -> None:
+        self.lbm_msgs_rcved += 1
+        handler = self.topics.get(msg.topic_index)
+        if handler is None:
+            self.lbm_msgs_no_topic_rcved += 1
+            return
+        if msg.type is MessageType.RETRANSMISSION:
+            flags |= FLAG_RETRANSMIT
+        frag_hdr = msg.header(FragmentHeader)
+        fragment = None if frag_hdr is None else (frag_hdr.first_sqn, frag_hdr.offset, frag_hdr.total_length)
+        properties: Any = None
+        if msg.properties is not None:
+            properties = msg.properties.to_dict()
+        elif fragment is not None:
+            chain = msg.header(AppHeaderChain)
+            if chain is not None:
+                for element in chain.elements:
+                    if isinstance(element, PropertiesLengthElement):
+                        properties = _PropertiesLength(element.length)
+        handler.on_data(msg.sqn, msg.payload, now_ns, fragment, flags, properties)
+
+
+@dataclass(frozen=True, slots=True)
+class _PropertiesLength:
+    """A fragmented message with properties: the last ``length`` bytes of the whole are the block."""
+
+    length: int
+
+    def split(self, whole: bytes) -> tuple[bytes, dict[str, Any]]:
+        if self.length <= 0 or self.length > len(whole):
+            return whole, {}
+        try:
+            props = decode_properties(whole[-self.length :]).to_dict()
+        except WireError:
+            return whole, {}
+        return whole[: -self.length], props
+
+
+def split_properties(payload: bytes, properties: Any) -> tuple[bytes, Any]:
+    """For a reassembled message: separate the properties block announced by its fragments."""
+    if isinstance(properties, _PropertiesLength):
+        return properties.split(payload)
+    return payload, properties
