@@ -49,7 +49,10 @@ from openum.runtime import (
     forbid_in_callback,
 )
 from openum.transport._interfaces import resolve_interface
-from openum.transport.tcp import TcpSessionPool, TcpSourceSession
+from openum.transport._source_session import SourceSessionBase
+from openum.transport.lbtrm import RmSessionPool
+from openum.transport.lbtru import RuSessionPool
+from openum.transport.tcp import TcpSessionPool
 from openum.wire.lbmr import ResolutionRequestFlags, TopicInfo
 
 __all__ = ["Context", "ContextStatistics", "LogCallback"]
@@ -79,7 +82,12 @@ class ContextStatistics:
     ``wildcard_tqrs_rcved``), ``keepalives_sent``/``keepalives_rcved`` (unicast TR),
     ``own_dgrams_ignored`` (our datagrams looped back), ``records_rate_limited``, ``cache_entries``
     (sources in the resolver cache), final advertisements and TR requests sent and received, and the
-    numbers of ``sources``, ``receivers``, ``wildcard_receivers`` and ``tcp_sessions``.
+    numbers of ``sources``, ``receivers``, ``wildcard_receivers``, source transport sessions
+    (``tcp_sessions``, ``lbtrm_sessions``, ``lbtru_sessions``) and received LBT-RM/LBT-RU sessions
+    (``lbtrm_rcv_sessions``, ``lbtru_rcv_sessions``).  ``lbtrm_dgrams_dropped_unknown`` /
+    ``lbtru_dgrams_dropped_unknown``: datagrams on this context's receiving sockets from a session it
+    has not joined (or too short to name one), dropped.  ``dgrams_dropped_test_hook``: datagrams dropped
+    on purpose by the test-only ``OPENUM_TEST_DROP`` hook.
     """
 
     tr_dgrams_sent: int
@@ -112,6 +120,13 @@ class ContextStatistics:
     receivers: int
     wildcard_receivers: int
     tcp_sessions: int
+    lbtrm_sessions: int
+    lbtru_sessions: int
+    lbtrm_rcv_sessions: int
+    lbtru_rcv_sessions: int
+    lbtrm_dgrams_dropped_unknown: int
+    lbtru_dgrams_dropped_unknown: int
+    dgrams_dropped_test_hook: int
 
 
 class _Child(Protocol):
@@ -219,7 +234,7 @@ class Context:
         self._manual_clock = isinstance(clock, ManualClock)
         self._loop = EventLoop(clock or MonotonicClock(), self.log, self.log.label)
         self._warn_duplicate_name()
-        self._tcp_pool: TcpSessionPool | None = None
+        self._pools: dict[str, Any] = {}  # transport name -> its source session pool
         if self.operational_mode == "embedded" and self._manual_clock:
             self._loop.close()
             raise ConfigError(
@@ -454,7 +469,11 @@ class Context:
             sources=sum(1 for c in children if isinstance(c, Source)),
             receivers=sum(1 for c in children if isinstance(c, Receiver)),
             wildcard_receivers=sum(1 for c in children if isinstance(c, WildcardReceiver)),
-            tcp_sessions=len(self._tcp_pool.sessions) if self._tcp_pool else 0,
+            **{
+                f"{name}_sessions": len(pool.sessions) if (pool := self._pools.get(name)) else 0
+                for name in ("tcp", "lbtrm", "lbtru")
+            },
+            **self._subscriptions.receiving_statistics(),
         )
         return ContextStatistics(**values)
 
@@ -494,16 +513,20 @@ class Context:
             raise value
         return cast(_T, value)
 
-    def _tcp_session_for(self, attrs: Attributes) -> TcpSourceSession:
+    def _source_session_for(self, transport: str, attrs: Attributes) -> SourceSessionBase:
+        """The transport session of the context's pool for ``transport`` a new source goes to."""
         with self._lock:
-            if self._tcp_pool is None:
-                self._tcp_pool = TcpSessionPool(
+            pool = self._pools.get(transport)
+            if pool is None:
+                pool = _POOLS[transport](
                     self._loop,
                     self.attributes,
                     resolve_interface(self.attributes.get("default_interface")),
                     self.log,
                 )
-            return self._tcp_pool.session_for(attrs)  # type: ignore[arg-type]
+                self._pools[transport] = pool
+            session: SourceSessionBase = pool.session_for(attrs)
+            return session
 
     def retrieve_transport_stats(self, source: str) -> Any:
         """Statistics of the transport session this context receives ``source`` on
@@ -517,10 +540,19 @@ class Context:
             raise InvalidStateError(f"this context has no transport session for source {source!r}")
         return stats
 
-    def _release_tcp_session(self, session: TcpSourceSession) -> None:
+    def _release_source_session(self, transport: str, session: SourceSessionBase) -> None:
+        """A source was deleted: close its session when no source is left on it."""
         with self._lock:
-            if self._tcp_pool is not None and not session.topics:
-                self._tcp_pool.release(session)
+            pool = self._pools.get(transport)
+            if pool is not None and not session.topics:
+                pool.release(session)
+
+    def _close_pools(self) -> None:
+        with self._lock:
+            pools = list(self._pools.values())
+            self._pools.clear()
+        for pool in pools:
+            pool.close()
 
     def _resolver_source_string(self, info: TopicInfo) -> str:
         return self._resolver.source_string(info)
@@ -615,8 +647,7 @@ class Context:
         self._loop.stop()
         if self._thread is not None:
             self._thread.join()
-        if self._tcp_pool is not None:
-            self._tcp_pool.close()
+        self._close_pools()
         pending = self._loop.close()
         if pending:
             self.log.debug("closed with %d timer(s) that never fired", len(pending))
@@ -642,8 +673,7 @@ class Context:
                 if self._thread is not None and self._thread is not threading.current_thread():
                     self._thread.join(5)
                 self._resolver.link.close()
-                if self._tcp_pool is not None:
-                    self._tcp_pool.close()
+                self._close_pools()
                 self._loop.close()
         except Exception:  # never raise from __del__
             pass
@@ -651,6 +681,14 @@ class Context:
     def __repr__(self) -> str:
         state = "closed" if self._closed else self.operational_mode
         return f"<Context {self.log.label} {state}>"
+
+
+#: The source session pool of each transport (``AVAILABLE_TRANSPORTS``).
+_POOLS: dict[str, Callable[..., Any]] = {
+    "tcp": TcpSessionPool,
+    "lbtrm": RmSessionPool,
+    "lbtru": RuSessionPool,
+}
 
 
 class _WildcardAttributes(Attributes):

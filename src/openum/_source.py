@@ -22,10 +22,12 @@ from openum._message import SourceEvent
 from openum.config import Attributes
 from openum.protocol.resolution import SourceSpec
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
-from openum.transport.tcp import TcpSourceSession, TcpSourceStatistics
+from openum.transport._reliable import ReliableSourceStatistics
+from openum.transport._source_session import SourceSessionBase
+from openum.transport.tcp import TcpSourceStatistics
 from openum.wire import WireError
 from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
-from openum.wire.lbmr import TcpTransport, TopicInfo
+from openum.wire.lbmr import TopicInfo
 
 if TYPE_CHECKING:
     from openum._context import Context
@@ -34,8 +36,11 @@ __all__ = ["SendFlags", "Source", "SourceEventCallback"]
 
 _ids = itertools.count(1)
 
-#: Transports whose sources this version of openum can create.
-AVAILABLE_TRANSPORTS = ("tcp",)
+#: Transports whose sources this version of openum can create (the ``transport`` source option).
+AVAILABLE_TRANSPORTS = ("tcp", "lbtru", "lbtrm")
+
+#: What :meth:`Source.statistics` returns: the counters of the source's transport session.
+SourceStatistics = TcpSourceStatistics | ReliableSourceStatistics
 
 #: ``event_callback(event, info, clientd)``.
 SourceEventCallback = Callable[[SourceEvent, Any, Any], Any]
@@ -82,9 +87,9 @@ class Source:
                 f"transport {self.transport!r} is not available in this version of openum (available: "
                 f"{', '.join(AVAILABLE_TRANSPORTS)}); set 'source transport tcp'"
             )
-        self.session: TcpSourceSession = ctx._tcp_session_for(attrs)
+        self.session: SourceSessionBase = ctx._source_session_for(self.transport, attrs)
         self.topic_index = self.session.allocate_index(self)
-        transport = TcpTransport(self.session.interface, self.session.port, self.session.session_id)
+        transport = self.session.transport_info()
         self.info = TopicInfo(topic, self.topic_index, transport)
         self.source_string: str = ctx._resolver_source_string(self.info)
         spec = SourceSpec(
@@ -172,9 +177,10 @@ class Source:
             self.ctx.log.exception("source event callback of %r raised", self.topic)
 
     # -- statistics and closing -----------------------------------------------------------------------
-    def statistics(self) -> TcpSourceStatistics:
+    def statistics(self) -> SourceStatistics:
         """Counters of the source's transport session (shared by the sources on it)."""
-        return self.session.statistics()
+        stats: SourceStatistics = self.session.statistics()
+        return stats
 
     def close(self) -> None:
         """Delete the source (``lbm_src_delete``): flush what is batched, stop advertising (final
@@ -190,7 +196,7 @@ class Source:
         self.closed = True
         self.ctx._on_loop(self.ctx._resolver.remove_source, self.id)
         self.session.release_index(self.topic_index)
-        self.ctx._release_tcp_session(self.session)
+        self.ctx._release_source_session(self.transport, self.session)
         self.ctx._remove_child(self)
         if self.event_queue is not None:
             self.event_queue.detach(self)

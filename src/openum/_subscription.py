@@ -14,14 +14,19 @@ Everything here runs on the context's loop.
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING, Any
 
 from openum._message import Message, MsgType
 from openum.protocol.delivery import Delivery, DeliveryController, DeliveryKind
+from openum.protocol.reliable import RmReceiverParams, RuReceiverParams
 from openum.protocol.resolution import source_key
-from openum.runtime import EventKind
-from openum.transport.tcp_receiver import TcpReceiverSession, TcpReceiverStatistics, split_properties
-from openum.wire.lbmr import TcpTransport, TopicInfo
+from openum.runtime import NS_PER_MS, EventKind
+from openum.transport._interfaces import resolve_interface
+from openum.transport.lbtrm import RmReceiving
+from openum.transport.lbtru import RuReceiving
+from openum.transport.tcp_receiver import TcpReceiverSession, split_properties
+from openum.wire.lbmr import LbtrmTransport, LbtruTransport, TcpTransport, TopicInfo
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -32,6 +37,9 @@ if TYPE_CHECKING:
     _Subscriber: TypeAlias = Receiver | WildcardReceiver
 
 __all__ = ["Subscriptions", "TopicSubscription"]
+
+#: A joined session: ``(transport record type name, fields...)``, i.e. the whole advertised transport.
+SessionKey = tuple[Any, ...]
 
 _KIND_TO_TYPE = {
     DeliveryKind.DATA: MsgType.DATA,
@@ -45,21 +53,38 @@ _KIND_TO_TYPE = {
 class TopicSubscription:
     """One (topic, source) on a joined session: its delivery controller and the receivers fed by it."""
 
-    __slots__ = ("_timer", "dc", "info", "manager", "session", "source", "subscribers", "topic")
+    __slots__ = (
+        "_timer",
+        "dc",
+        "info",
+        "manager",
+        "session",
+        "session_key",
+        "source",
+        "subscribers",
+        "topic",
+    )
 
     def __init__(
-        self, manager: Subscriptions, session: TcpReceiverSession, info: TopicInfo, source: str, attrs: Any
+        self,
+        manager: Subscriptions,
+        session: Any,
+        session_key: SessionKey,
+        info: TopicInfo,
+        source: str,
+        attrs: Any,
+        loss_timeout_ns: int,
     ) -> None:
         self.manager = manager
         self.session = session
+        self.session_key = session_key
         self.info = info
         self.topic = info.topic
         self.source = source
         self.subscribers: list[_Subscriber] = []
-        # TCP never retransmits: a gap is final as soon as it is seen (loss timeout 0).
         self.dc = DeliveryController(
             ordered=attrs.get("ordered_delivery"),
-            loss_timeout_ns=0,
+            loss_timeout_ns=loss_timeout_ns,
             maximum_burst_loss=attrs.get("delivery_control_maximum_burst_loss"),
             maximum_map_entries=manager.ctx.attributes.get("delivery_control_maximum_total_map_entries"),
         )
@@ -127,46 +152,37 @@ class TopicSubscription:
 
 
 class Subscriptions:
-    """The context's joined sessions and topic subscriptions."""
+    """The context's joined sessions and topic subscriptions, and its LBT-RM/LBT-RU receiving sockets."""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.sessions: dict[tuple[str, int, int | None], TcpReceiverSession] = {}
-        self.topics: dict[tuple[tuple[str, int, int | None], int], TopicSubscription] = {}
+        self.sessions: dict[SessionKey, Any] = {}
+        self.topics: dict[tuple[SessionKey, int], TopicSubscription] = {}
         self._unsupported_logged: set[str] = set()
+        self._rm: RmReceiving | None = None
+        self._ru: RuReceiving | None = None
+        self._rng = random.Random()
 
     def join(self, subscriber: _Subscriber, info: TopicInfo, source: str) -> None:
         """``subscriber`` found the source ``info``: join its session and topic (once)."""
         transport = info.transport
-        if not isinstance(transport, TcpTransport):
+        if not isinstance(transport, TcpTransport | LbtrmTransport | LbtruTransport):
             kind = type(transport).__name__
             if kind not in self._unsupported_logged:
                 self._unsupported_logged.add(kind)
                 self.ctx.log.warning(
-                    "source %s uses a transport this version of openum cannot receive yet (%s); "
+                    "source %s uses a transport this version of openum cannot receive (%s); "
                     "it is known to topic resolution but not joined",
                     source,
                     kind,
                 )
             return
-        key = (transport.ip, transport.port, transport.session_id)
+        key = _session_key(transport)
+        attrs = subscriber.attributes
         session = self.sessions.get(key)
         if session is None:
-            attrs = subscriber.attributes
-            ctx_attrs = self.ctx.attributes
             try:
-                session = TcpReceiverSession(
-                    self.ctx._loop,
-                    transport.ip,
-                    transport.port,
-                    transport.session_id,
-                    self.ctx.log,
-                    lambda: self._session_active(key),
-                    lambda reason: self._session_ended(key, reason),
-                    activity_timeout_ms=_get(attrs, "transport_tcp_activity_timeout", 0),
-                    receive_buffer=_get(ctx_attrs, "transport_tcp_receiver_socket_buffer", 0),
-                    interface=None,
-                )
+                session = self._open(key, transport, attrs)
             except OSError as exc:
                 self.ctx.log.warning("cannot join %s: %s", source, exc)
                 return
@@ -174,7 +190,9 @@ class Subscriptions:
         topic_key = (key, info.index)
         sub = self.topics.get(topic_key)
         if sub is None:
-            sub = TopicSubscription(self, session, info, source, subscriber.attributes)
+            sub = TopicSubscription(
+                self, session, key, info, source, attrs, _loss_timeout_ns(transport, attrs)
+            )
             self.topics[topic_key] = sub
             session.topics[info.index] = sub
             if session.active:
@@ -184,6 +202,43 @@ class Subscriptions:
             if session.active:
                 # A receiver added to an active session gets BOS at once (seed 2.9.1).
                 subscriber._deliver(Message(MsgType.BOS, info.topic, source), EventKind.DATA)
+
+    def _open(self, key: SessionKey, transport: Any, attrs: Any) -> Any:
+        """Join a transport session (``OSError`` when its sockets cannot be opened)."""
+        ctx = self.ctx
+        ctx_attrs = ctx.attributes
+
+        def on_active() -> None:
+            self._session_active(key)
+
+        def on_end(reason: str) -> None:
+            self._session_ended(key, reason)
+
+        if isinstance(transport, LbtrmTransport):
+            if self._rm is None:
+                self._rm = RmReceiving(ctx._loop, ctx_attrs, self._interface(), ctx.log, self._rng)
+            params = RmReceiverParams.from_options(attrs.get, ctx_attrs.get)
+            return self._rm.join(transport, params, on_active, on_end)
+        if isinstance(transport, LbtruTransport):
+            if self._ru is None:
+                self._ru = RuReceiving(ctx._loop, ctx_attrs, self._interface(), ctx.log, self._rng)
+            ru_params = RuReceiverParams.from_options(attrs.get, ctx_attrs.get)
+            return self._ru.join(transport, ru_params, attrs, on_active, on_end)
+        return TcpReceiverSession(
+            ctx._loop,
+            transport.ip,
+            transport.port,
+            transport.session_id,
+            ctx.log,
+            on_active,
+            on_end,
+            activity_timeout_ms=_get(attrs, "transport_tcp_activity_timeout", 0),
+            receive_buffer=_get(ctx_attrs, "transport_tcp_receiver_socket_buffer", 0),
+            interface=None,
+        )
+
+    def _interface(self) -> str:
+        return resolve_interface(self.ctx.attributes.get("default_interface"))
 
     def leave(self, subscriber: _Subscriber) -> None:
         """A receiver closed: drop it from every subscription; close what nobody uses any more."""
@@ -195,10 +250,7 @@ class Subscriptions:
 
     def leave_source(self, subscriber: _Subscriber, info: TopicInfo) -> None:
         """``subscriber`` no longer wants source ``info`` (a final advertisement removed it)."""
-        transport = info.transport
-        if not isinstance(transport, TcpTransport):
-            return
-        topic_key = ((transport.ip, transport.port, transport.session_id), info.index)
+        topic_key = (_session_key(info.transport), info.index)
         sub = self.topics.get(topic_key)
         if sub is None or subscriber not in sub.subscribers:
             return
@@ -208,23 +260,24 @@ class Subscriptions:
         if not sub.subscribers:
             self._drop_topic(topic_key, sub)
 
-    def _drop_topic(self, topic_key: tuple[tuple[str, int, int | None], int], sub: TopicSubscription) -> None:
+    def _drop_topic(self, topic_key: tuple[SessionKey, int], sub: TopicSubscription) -> None:
         sub.close()
         self.topics.pop(topic_key, None)
         session = sub.session
         session.topics.pop(topic_key[1], None)
         if not session.topics:
-            self.sessions.pop(session.key, None)
+            if self.sessions.get(sub.session_key) is session:
+                del self.sessions[sub.session_key]
             session.on_end = lambda reason: None  # asked for: no EOS
             session.close("no receiver needs the session any more")
 
-    def _session_active(self, key: tuple[str, int, int | None]) -> None:
+    def _session_active(self, key: SessionKey) -> None:
         now = self.ctx.now_ns()
         for (session_key, _), sub in list(self.topics.items()):
             if session_key == key:
                 sub.dispatch(sub.dc.begin(now))
 
-    def _session_ended(self, key: tuple[str, int, int | None], reason: str) -> None:
+    def _session_ended(self, key: SessionKey, reason: str) -> None:
         self.sessions.pop(key, None)
         now = self.ctx.now_ns()
         for topic_key, sub in list(self.topics.items()):
@@ -236,13 +289,26 @@ class Subscriptions:
             for subscriber in list(sub.subscribers):
                 subscriber._source_gone(sub.info, sub.source)
             self.ctx._resolver.source_lost(sub.info)
-        self.ctx.log.debug("transport session %s:%d ended: %s", key[0], key[1], reason)
+        self.ctx.log.debug("transport session %s ended: %s", _describe(key), reason)
 
-    def transport_statistics(self, source: str) -> TcpReceiverStatistics | None:
+    def transport_statistics(self, source: str) -> Any:
+        """The transport statistics of the session ``source`` is received on, or None."""
         for sub in self.topics.values():
             if sub.source == source:
                 return sub.session.statistics()
         return None
+
+    def receiving_statistics(self) -> dict[str, int]:
+        """Context-wide counters of the LBT-RM/LBT-RU receiving sockets (ContextStatistics fields)."""
+        rm, ru = self._rm, self._ru
+        return {
+            "lbtrm_rcv_sessions": len(rm.sessions) if rm else 0,
+            "lbtru_rcv_sessions": len(ru.sessions) if ru else 0,
+            "lbtrm_dgrams_dropped_unknown": rm.dgrams_dropped_unknown if rm else 0,
+            "lbtru_dgrams_dropped_unknown": ru.dgrams_dropped_unknown if ru else 0,
+            "dgrams_dropped_test_hook": (rm.dgrams_dropped_test if rm else 0)
+            + (ru.dgrams_dropped_test if ru else 0),
+        }
 
     def close(self) -> None:
         for sub in self.topics.values():
@@ -252,6 +318,42 @@ class Subscriptions:
             session.on_end = lambda reason: None
             session.close("the context is closing")
         self.sessions.clear()
+        for receiving in (self._rm, self._ru):
+            if receiving is not None:
+                receiving.close()
+        self._rm = self._ru = None
+
+
+def _session_key(transport: Any) -> SessionKey:
+    """Sessions are told apart by everything their advertisement says (a new session id is a new one)."""
+    if isinstance(transport, LbtrmTransport):
+        return (
+            "lbtrm",
+            transport.source_ip,
+            transport.source_port,
+            transport.session_id,
+            transport.group,
+            transport.dest_port,
+        )
+    return (type(transport).__name__, transport.ip, transport.port, transport.session_id)
+
+
+def _describe(key: SessionKey) -> str:
+    kind = {"lbtrm": "LBT-RM", "LbtruTransport": "LBT-RU", "TcpTransport": "TCP"}.get(key[0], key[0])
+    return f"{kind} {key[1]}:{key[2]}"
+
+
+def _loss_timeout_ns(transport: Any, attrs: Any) -> int:
+    """How long a delivery controller waits for a gap to be repaired (seed 8.11.5).
+
+    TCP never retransmits, so a gap is final at once.  LBT-RM and LBT-RU repair it with NAKs: the DC's
+    topic-level loss timer equals the NAK generation interval.
+    """
+    if isinstance(transport, LbtrmTransport):
+        return int(attrs.get("transport_lbtrm_nak_generation_interval")) * NS_PER_MS
+    if isinstance(transport, LbtruTransport):
+        return int(attrs.get("transport_lbtru_nak_generation_interval")) * NS_PER_MS
+    return 0
 
 
 def _get(attrs: Any, name: str, default: Any) -> Any:

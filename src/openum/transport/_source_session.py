@@ -81,6 +81,18 @@ class SourceSessionBase(abc.ABC):
     def _deliver(self, data: bytes) -> None:
         """Send one datagram of LBMC messages (lock held)."""
 
+    @abc.abstractmethod
+    def transport_info(self) -> Any:
+        """The session's transport information as topic resolution advertises it (an LBMR record)."""
+
+    @abc.abstractmethod
+    def statistics(self) -> Any:
+        """A snapshot of the session's counters."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Flush, stop and release the session's sockets."""
+
     def _has_room(self) -> bool:
         """Whether a send may go ahead now (lock held)."""
         return True

@@ -28,32 +28,25 @@ datagrams, which its delivery controller reports as unrecoverable loss.
 
 from __future__ import annotations
 
-import errno
 import random
 import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from openum._errors import SystemCallError
-from openum.config import REGISTRY, SourceAttributes
+from openum.config import SourceAttributes
 from openum.runtime import EventLoop, FdEvent
 from openum.transport._interfaces import resolve_interface
+from openum.transport._pool import PortSessionPool, session_options
 from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
 from openum.wire import WireError
 from openum.wire.lbmc import SessionIdHeader, decode_message_at
+from openum.wire.lbmr import TcpTransport
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 
 __all__ = ["TcpSessionPool", "TcpSourceSession", "TcpSourceStatistics"]
 
 #: Source options that belong to the TCP transport session (first source wins, seed 3.3.3).
-SESSION_OPTIONS = tuple(
-    name
-    for name in REGISTRY.names("source")
-    if REGISTRY.lookup("source", name).session
-    and (
-        name.startswith(("transport_tcp_", "implicit_batching_", "transport_session_")) or name == "transport"
-    )
-)
+SESSION_OPTIONS = session_options("transport_tcp_")
 
 MAX_LBMC = 65535  # msglen is 16 bits
 
@@ -126,6 +119,10 @@ class TcpSourceSession(SourceSessionBase):
     @property
     def key(self) -> tuple[str, int, int | None]:
         return (self.interface, self.port, self.session_id)
+
+    def transport_info(self) -> TcpTransport:
+        """What topic resolution advertises for the session's sources."""
+        return TcpTransport(self.interface, self.port, self.session_id)
 
     def _connected_peers(self) -> list[Any]:
         return [client.peer for client in self.clients]
@@ -307,118 +304,50 @@ class TcpSourceSession(SourceSessionBase):
             client.sock.close()
 
 
-class TcpSessionPool:
-    """The context's TCP sessions: lazy activation, round-robin assignment, explicit ports."""
+class TcpSessionPool(PortSessionPool[TcpSourceSession]):
+    """The context's TCP sessions: lazy activation, round-robin assignment, explicit ports (seed 2.9.2)."""
+
+    PORT_OPTION = "transport_tcp_port"
+    KIND = "TCP session"
 
     def __init__(
         self, loop: EventLoop, context_attrs: Any, interface: str, log: Any, rng: random.Random | None = None
     ) -> None:
-        self.loop = loop
-        self.log = log
-        self.interface = interface
-        self.context_attrs = context_attrs
-        self.rng = rng or random.Random()
-        self.port_low: int = context_attrs.get("transport_tcp_port_low")
-        self.port_high: int = context_attrs.get("transport_tcp_port_high")
-        self.maximum_ports: int = context_attrs.get("transport_tcp_maximum_ports")
-        self._implicit: list[TcpSourceSession] = []
-        self._pool: list[TcpSourceSession] = []  # implicit sessions plus explicit ones (seed 2.9.2)
-        self._next = 0
-
-    @property
-    def sessions(self) -> list[TcpSourceSession]:
-        return list(self._pool)
-
-    def session_for(self, attrs: SourceAttributes) -> TcpSourceSession:
-        """The session a new source goes to (activating one if needed)."""
-        explicit = attrs.get("transport_tcp_port")
-        if explicit:
-            for session in self._pool:
-                if session.port == explicit:
-                    self._check_first_source_wins(session, attrs)
-                    return session
-            session = self._activate(attrs, [explicit])
-            self._pool.append(session)
-            return session
-        # Round-robin over the pool's slots: active sessions, then the implicit ones not yet activated.
-        not_activated = max(1, self.maximum_ports) - len(self._implicit)
-        slots = len(self._pool) + max(0, not_activated)
-        slot = self._next % slots
-        self._next = slot + 1
-        if slot >= len(self._pool):
-            session = self._activate(attrs, self._free_ports())
-            self._implicit.append(session)
-            self._pool.append(session)
-            return session
-        session = self._pool[slot]
-        self._check_first_source_wins(session, attrs)
-        return session
-
-    def _free_ports(self) -> list[int]:
-        used = {s.port for s in self._pool}
-        return [p for p in range(self.port_low, self.port_high + 1) if p not in used]
-
-    def _activate(self, attrs: SourceAttributes, ports: list[int]) -> TcpSourceSession:
-        interface_spec = attrs.get("transport_tcp_interface")
-        interface = resolve_interface(interface_spec) if interface_spec else self.interface
-        last: OSError | None = None
-        for port in ports:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                if attrs.get("transport_tcp_reuseaddr"):
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((interface, port))
-                sock.listen(attrs.get("transport_tcp_listen_backlog") or 5)
-                sock.setblocking(False)
-            except OSError as exc:
-                sock.close()
-                if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
-                    raise SystemCallError(
-                        f"TCP transport: cannot listen on {interface}:{port}: {exc.strerror}"
-                    ) from exc
-                last = exc
-                continue
-            session_id = self.rng.randrange(1, 1 << 32) if attrs.get("transport_tcp_use_session_id") else None
-            session = TcpSourceSession(
-                self.loop, interface, port, session_id, attrs.copy(), self.context_attrs, sock, self.log
-            )
-            session.start()
-            self.log.debug(
-                "TCP session activated on %s:%d (session id %s)",
-                interface,
-                port,
-                f"{session_id:08x}" if session_id is not None else "none",
-            )
-            return session
-        span = f"{ports[0]}-{ports[-1]}" if ports else f"{self.port_low}-{self.port_high}"
-        reason = last.strerror if last else "every port of the range is taken by this context"
-        raise SystemCallError(
-            f"TCP transport: no free port on {interface} in {span} (transport_tcp_port_low/high, "
-            f"transport_tcp_maximum_ports): {reason}"
+        super().__init__(
+            loop,
+            context_attrs,
+            interface,
+            log,
+            rng,
+            port_low=context_attrs.get("transport_tcp_port_low"),
+            port_high=context_attrs.get("transport_tcp_port_high"),
+            maximum_ports=context_attrs.get("transport_tcp_maximum_ports"),
+            session_option_names=SESSION_OPTIONS,
+            range_hint="transport_tcp_port_low/high, transport_tcp_maximum_ports",
         )
 
-    def _check_first_source_wins(self, session: TcpSourceSession, attrs: SourceAttributes) -> None:
-        for name in SESSION_OPTIONS:
-            if attrs.is_set(name) and attrs.get(name) != session.attrs.get(name):
-                self.log.warning(
-                    "source option %s=%s is ignored: the TCP session on port %d already uses %s from its "
-                    "first source (seed 3.3.3)",
-                    name,
-                    attrs.get_str(name),
-                    session.port,
-                    session.attrs.get_str(name),
-                )
-
-    def release(self, session: TcpSourceSession) -> None:
-        """Close a session whose last source was deleted (its receivers see EOS, seed 2.11.1)."""
-        if session in self._pool:
-            self._pool.remove(session)
-        if session in self._implicit:
-            self._implicit.remove(session)
-        session.close()
-
-    def close(self) -> None:
-        for session in self._pool:
-            session.close()
-        self._pool.clear()
-        self._implicit.clear()
+    def _open(self, attrs: SourceAttributes, port: int) -> TcpSourceSession:
+        interface_spec = attrs.get("transport_tcp_interface")
+        interface = resolve_interface(interface_spec) if interface_spec else self.interface
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            if attrs.get("transport_tcp_reuseaddr"):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((interface, port))
+            sock.listen(attrs.get("transport_tcp_listen_backlog") or 5)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        session_id = self.rng.randrange(1, 1 << 32) if attrs.get("transport_tcp_use_session_id") else None
+        session = TcpSourceSession(
+            self.loop, interface, port, session_id, attrs.copy(), self.context_attrs, sock, self.log
+        )
+        session.start()
+        self.log.debug(
+            "TCP session activated on %s:%d (session id %s)",
+            interface,
+            port,
+            f"{session_id:08x}" if session_id is not None else "none",
+        )
+        return session

@@ -118,6 +118,11 @@ class SourceBase:
     # -- sending ---------------------------------------------------------------------------------------
 
     @property
+    def max_payload(self) -> int:
+        """The largest payload one datagram carries (``datagram_max_size`` minus this transport's header)."""
+        return self._datagram_max_size - self._header_len
+
+    @property
     def next_sqn(self) -> int:
         """The transport sequence number the next datagram gets."""
         return self._window.next & SQN_MASK

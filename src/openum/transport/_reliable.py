@@ -1,0 +1,398 @@
+"""What the LBT-RM and LBT-RU transports share over real sockets (seed 2.12.1, 6.2, 6.3, 8.10).
+
+The reliability itself (transmission window, NAKs, NCFs, session messages, activity timeouts, the rate
+controller) lives in the sans-I/O engines of :mod:`openum.protocol.reliable`; this module drives them:
+
+* :class:`ReliableSourceSession`: a source transport session (batching, fragmentation, TSNIs and flow
+  control from :class:`~openum.transport._source_session.SourceSessionBase`) whose datagrams go through
+  its engine to a UDP socket.  A datagram the rate controller refuses waits in a backlog, in order;
+  sends meanwhile block or raise :class:`~openum.WouldBlock`, and the refused sources get ``WAKEUP``
+  when the rate interval refreshes (seed 2.12.1).  The socket's input (NAKs; LBT-RU CREQs and ACKs) is
+  read on the context thread.
+* :class:`ReliableReceiverSession`: this context's reception of one source's session: its engine, the
+  LBMC demultiplexer feeding the topics' delivery controllers, and the engine's timer.
+* :func:`loss_hook_from_env`: test-only receive loss, ``OPENUM_TEST_DROP=probability[:seed]``.
+
+Locking: a source session's engine is used by sending threads and the context thread, always under the
+session lock; a receiver session is used only on the context thread.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import random
+import socket
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openum.protocol.reliable import (
+    Outgoing,
+    RateController,
+    ReceiverConnected,
+    ReceiverDisconnected,
+    RmReceiver,
+    RmReceiverStatistics,
+    RmSource,
+    RmSourceStatistics,
+    RuReceiver,
+    RuReceiverStatistics,
+    RuSource,
+    RuSourceStatistics,
+    SessionActive,
+    SessionEnded,
+    SourceEvent,
+)
+from openum.runtime import EventLoop, FdEvent
+from openum.transport._demux import FLAG_RETRANSMIT, LbmcDemux
+from openum.transport._engine_timer import EngineTimer
+from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
+
+__all__ = [
+    "MAX_DRAIN",
+    "RECV_SIZE",
+    "ReliableReceiverSession",
+    "ReliableSourceSession",
+    "ReliableSourceStatistics",
+    "close_socket",
+    "loss_hook_from_env",
+    "set_buffer",
+]
+
+#: Datagrams read per readiness event before the loop looks at its other work.
+MAX_DRAIN = 64
+#: Receive buffer size: the largest UDP datagram.
+RECV_SIZE = 65536
+#: Environment variable of the test-only receive loss hook.
+DROP_ENV = "OPENUM_TEST_DROP"
+
+Address = tuple[str, int]
+
+
+def loss_hook_from_env(environ: Any = os.environ) -> Callable[[], bool] | None:
+    """``OPENUM_TEST_DROP=p[:seed]``: a function answering "drop this datagram?" (tests only).
+
+    A receiving context drops that share of the datagrams it reads on its LBT-RM/LBT-RU data sockets,
+    which exercises NAK recovery without root.  Raises ``ValueError`` naming the variable for a bad value.
+    """
+    spec = environ.get(DROP_ENV)
+    if not spec:
+        return None
+    share, _, seed = spec.partition(":")
+    try:
+        probability = float(share)
+        rng = random.Random(int(seed) if seed else None)
+    except ValueError:
+        raise ValueError(
+            f"{DROP_ENV}={spec!r}: expected a probability in [0, 1), optionally ':seed' (e.g. 0.05:7)"
+        ) from None
+    if not 0.0 <= probability < 1.0:
+        raise ValueError(f"{DROP_ENV}={spec!r}: the probability must be in [0, 1)")
+    return lambda: rng.random() < probability
+
+
+def set_buffer(sock: socket.socket, option: int, size: int, log: Any, what: str) -> None:
+    """Set SO_RCVBUF/SO_SNDBUF when ``size`` is non-zero; a refusal is logged, not fatal."""
+    if not size:
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, option, size)
+    except OSError as exc:
+        log.warning("%s: cannot set the socket buffer to %d bytes: %s", what, size, exc)
+
+
+def close_socket(loop: EventLoop, sock: socket.socket) -> None:
+    """Stop watching ``sock`` (the loop may be closed already) and close it."""
+    try:
+        loop.unregister_fd(sock.fileno())
+    except Exception:  # the loop may be closed already
+        pass
+    sock.close()
+
+
+@dataclass(frozen=True, slots=True)
+class ReliableSourceStatistics:
+    """An LBT-RM or LBT-RU source transport session.
+
+    ``transport``: the engine's counters with UM's names (``RmSourceStatistics`` or
+    ``RuSourceStatistics`` of :mod:`openum.protocol.reliable`: datagrams, NAKs, NCFs, retransmissions,
+    session messages, rate controller).  The rest counts LBMC traffic handed to the session:
+    ``msgs_sent``/``bytes_sent`` (application messages and bytes), ``datagrams_sent`` (batches
+    flushed), ``fragments_sent``, ``tsnis_sent``, ``blocked`` (sends that waited or raised
+    ``WouldBlock``), ``send_buffer_full`` (datagrams the socket refused because its buffer was full:
+    lost on the wire, repaired by NAKs), ``backlog`` (datagrams waiting for the rate controller now).
+    """
+
+    transport: RmSourceStatistics | RuSourceStatistics
+    msgs_sent: int
+    bytes_sent: int
+    datagrams_sent: int
+    fragments_sent: int
+    tsnis_sent: int
+    blocked: int
+    send_buffer_full: int
+    backlog: int
+    bytes_buffered: int
+
+
+class ReliableSourceSession(SourceSessionBase):
+    """A source transport session whose datagrams go through a reliability engine to a UDP socket."""
+
+    #: Names for messages: ``"LBT-RM"`` / ``"LBT-RU"`` and the option prefix ``"transport_lbtrm_"``.
+    TRANSPORT: str
+    OPTION_PREFIX: str
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        log: Any,
+        attrs: Any,
+        engine: RmSource | RuSource,
+        sock: socket.socket,
+        rate: RateController,
+    ) -> None:
+        super().__init__(loop, log, attrs, engine.max_payload, ("send_buffer_full",))
+        self.engine = engine
+        self.sock = sock
+        self.interface: str = sock.getsockname()[0]
+        self.port: int = sock.getsockname()[1]
+        self.rate = rate
+        self._backlog: deque[bytes] = deque()
+        self._rate_waiting = False  # a sender found the rate controller blocked: wake it at the refresh
+        self.timer = EngineTimer(loop, self._poll, self._deadline)
+
+    # -- what LBT-RM and LBT-RU do differently ---------------------------------------------------------
+    @abc.abstractmethod
+    def _default_destination(self) -> Address:
+        """Where an :class:`Outgoing` without a destination goes."""
+
+    @abc.abstractmethod
+    def _input(
+        self, data: bytes, sender: Address, now: int
+    ) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
+        """One datagram read from the session's socket, through the engine (lock held)."""
+
+    def _close_engine(self) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
+        """The engine's last words (lock held)."""
+        return (), ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.TRANSPORT} session {self.interface}:{self.port}"
+
+    # -- start ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.loop.register_fd(self.sock.fileno(), FdEvent.READ, self._readable, None)
+        self.start_timers()
+
+    # -- sending (lock held) ---------------------------------------------------------------------------
+    def _deliver(self, data: bytes) -> None:
+        if self._backlog:
+            self._backlog.append(data)  # keep order behind what the rate controller refused
+        else:
+            result = self.engine.send(data, self.loop.clock.now_ns())
+            if result.refused:
+                self._backlog.append(data)
+            self._send(result.outgoing)
+        self.timer.reschedule()
+
+    def _has_room(self) -> bool:
+        if self._backlog or self.rate.blocked(self.loop.clock.now_ns()):
+            if not self._rate_waiting:
+                self._rate_waiting = True
+                self.timer.reschedule()
+            return False
+        return True
+
+    def _blocked_reason(self) -> str:
+        prefix = self.OPTION_PREFIX
+        return (
+            f"{self.label}: the data rate limit ({prefix}data_rate_limit per {prefix}rate_interval) "
+            f"is reached"
+        )
+
+    def _send(self, outgoing: Iterable[Outgoing]) -> None:
+        for out in outgoing:
+            destination = out.destination or self._default_destination()
+            try:
+                self.sock.sendto(out.data, destination)
+            except (BlockingIOError, InterruptedError):
+                # The socket buffer is full: the datagram is lost on the wire and NAKs repair it.
+                self._stats["send_buffer_full"] += 1
+            except OSError as exc:
+                self.log.warning("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
+
+    def _drain_backlog(self) -> None:
+        now = self.loop.clock.now_ns()
+        while self._backlog:
+            result = self.engine.send(self._backlog[0], now)
+            if result.refused:
+                break
+            self._backlog.popleft()
+            self._send(result.outgoing)
+
+    # -- the context thread ----------------------------------------------------------------------------
+    def _readable(self, _fd: int, _events: FdEvent, _clientd: Any) -> None:
+        now = self.loop.clock.now_ns()
+        events: list[SourceEvent] = []
+        with self.lock:
+            for _ in range(MAX_DRAIN):
+                try:
+                    data, addr = self.sock.recvfrom(RECV_SIZE)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as exc:  # e.g. ICMP port unreachable reported on the socket
+                    self.log.debug("%s: receive error: %s", self.label, exc)
+                    break
+                out, more = self._input(data, (addr[0], addr[1]), now)
+                self._send(out)
+                events += more
+            self.timer.reschedule()
+        self._session_events(events)
+
+    def _poll(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            outgoing, events = self.engine.poll(self.loop.clock.now_ns())
+            self._send(outgoing)
+            if self._backlog:
+                self._drain_backlog()
+            wake = self._release_blocked()
+            if wake or self._has_room():
+                self._rate_waiting = False
+            self.timer.reschedule()
+        self._session_events(events)
+        self._wake(wake)
+
+    def _deadline(self) -> int | None:
+        deadline = self.engine.next_deadline()
+        if self._rate_waiting or self._backlog:
+            refresh = self.rate.next_refresh_ns()
+            deadline = refresh if deadline is None else min(deadline, refresh)
+        return deadline
+
+    def _session_events(self, events: Sequence[SourceEvent]) -> None:
+        for event in events:
+            if isinstance(event, ReceiverConnected):
+                self.log.debug("%s: receiver %s:%d connected", self.label, *event.address)
+                self.notify(EVENT_CONNECT, event.address)
+            elif isinstance(event, ReceiverDisconnected):
+                self.log.debug("%s: receiver %s:%d %s", self.label, *event.address, event.reason)
+                self.notify(EVENT_DISCONNECT, event.address)
+
+    # -- statistics and closing ------------------------------------------------------------------------
+    def statistics(self) -> ReliableSourceStatistics:
+        with self.lock:
+            return ReliableSourceStatistics(
+                self.engine.statistics(),
+                backlog=len(self._backlog),
+                bytes_buffered=sum(len(d) for d in self._backlog),
+                **self._stats,
+            )
+
+    def close(self) -> None:
+        """Flush what is batched and backlogged (as far as the rate controller allows), stop, release."""
+        if not self._close_base():
+            return
+        with self.lock:
+            self._drain_backlog()
+            dropped = len(self._backlog)
+            self._backlog.clear()
+            outgoing, _events = self._close_engine()
+            self._send(outgoing)
+        if dropped:
+            self.log.warning(
+                "%s closed with %d datagram(s) still held by the rate controller; they were not sent",
+                self.label,
+                dropped,
+            )
+        self.timer.cancel()
+        close_socket(self.loop, self.sock)
+
+
+class ReliableReceiverSession:
+    """This context's reception of one source's LBT-RM or LBT-RU session (context thread only).
+
+    ``send(outgoing)`` writes the engine's NAKs (and LBT-RU CREQs/ACKs); ``on_active()`` runs once when
+    the first datagram of the session arrives (BOS); ``on_end(reason)`` when the session ends (EOS), or
+    when :meth:`close` is called (replace ``on_end`` first when the close is asked for).
+    """
+
+    TRANSPORT: str
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        engine: RmReceiver | RuReceiver,
+        send: Callable[[Sequence[Outgoing]], None],
+        forget: Callable[[ReliableReceiverSession], None],
+        on_active: Callable[[], None],
+        on_end: Callable[[str], None],
+    ) -> None:
+        self.loop = loop
+        self.engine = engine
+        self._send = send
+        self._forget = forget
+        self.on_active = on_active
+        self.on_end = on_end
+        self.demux = LbmcDemux()
+        self.topics = self.demux.topics
+        self._synced = (0, 0)
+        self.active = False
+        self.closed = False
+        self.timer = EngineTimer(loop, self._poll, engine.next_deadline)
+        self.timer.reschedule()
+
+    def datagram(self, data: memoryview, sender: Address, now: int) -> None:
+        received, outgoing, events = self.engine.datagram_received(data, sender, now)
+        if outgoing:
+            self._send(outgoing)
+        if events:
+            self._events(events)
+        if received:
+            dispatch = self.demux.dispatch
+            for item in received:
+                payload = item.payload
+                view = payload if isinstance(payload, memoryview) else memoryview(payload)
+                dispatch(view, now, FLAG_RETRANSMIT if item.retransmission else 0)
+        if not self.closed:
+            self.timer.reschedule()
+
+    def _poll(self) -> None:
+        if self.closed:
+            return
+        outgoing, events = self.engine.poll(self.loop.clock.now_ns())
+        if outgoing:
+            self._send(outgoing)
+        self._events(events)
+        if not self.closed:
+            self.timer.reschedule()
+
+    def _events(self, events: Iterable[Any]) -> None:
+        for event in events:
+            if isinstance(event, SessionActive) and not self.active:
+                self.active = True
+                self.on_active()
+            elif isinstance(event, SessionEnded):
+                self.close(f"{self.TRANSPORT} session ended: {event.reason}")
+
+    def statistics(self) -> RmReceiverStatistics | RuReceiverStatistics:
+        d = self.demux
+        synced = self._synced
+        self.engine.count_lbm_messages(
+            msgs=d.lbm_msgs_rcved - synced[0], no_topic=d.lbm_msgs_no_topic_rcved - synced[1]
+        )
+        self._synced = (d.lbm_msgs_rcved, d.lbm_msgs_no_topic_rcved)
+        return self.engine.statistics()
+
+    def close(self, reason: str = "closed") -> None:
+        """Stop receiving; ``on_end(reason)`` tells the subscriptions (EOS)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.timer.cancel()
+        self._forget(self)
+        self.on_end(reason)

@@ -1,0 +1,291 @@
+"""The LBT-RU transport over real sockets: reliable unicast UDP (seed 2.9.2, 6.2, 8.10, 2.12.1).
+
+**Source side.** A context's LBT-RU sessions are pooled like TCP's (seed 2.9.2): sources are assigned
+round-robin over at most ``transport_lbtru_maximum_ports`` sessions, each bound to the first free UDP
+port of ``transport_lbtru_port_low..high`` (14380-14389) on ``transport_lbtru_interface`` (else the
+context's ``default_interface``); ``transport_lbtru_port`` names one explicitly.  A session has a random
+session id (advertised, and carried in every packet with ``transport_lbtru_use_session_id``), accepts
+receivers ("clients") that connect with a CREQ, sends every datagram to each of them, repairs per client
+and drops a client silent for ``transport_lbtru_client_activity_timeout``.  Sources on the session get
+``CONNECT``/``DISCONNECT`` events as clients come and go.  Rate control is shared by the context's LBT-RU
+sessions (``transport_lbtru_data_rate_limit`` / ``retransmit_rate_limit`` per ``rate_interval``; every
+unicast copy counts).
+
+**Receiver side.** One UDP socket per context, bound to the first free port of the receiver's
+``transport_lbtru_port_low..high`` (14360-14379) on ``transport_lbtru_interface`` (else
+``default_interface``): it sends the CREQs, ACKs and NAKs of every joined session and receives their
+data, told apart by the source's address.  A datagram from an address the context has not joined is
+counted (``lbtru_dgrams_dropped_unknown``) and dropped.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from openum.config import SourceAttributes
+from openum.protocol.reliable import (
+    Outgoing,
+    RateController,
+    RuReceiver,
+    RuReceiverParams,
+    RuSource,
+    RuSourceParams,
+    SourceEvent,
+)
+from openum.runtime import EventLoop, FdEvent
+from openum.transport._interfaces import resolve_interface
+from openum.transport._pool import PortSessionPool, bind_first_free, session_options
+from openum.transport._reliable import (
+    MAX_DRAIN,
+    RECV_SIZE,
+    ReliableReceiverSession,
+    ReliableSourceSession,
+    close_socket,
+    loss_hook_from_env,
+    set_buffer,
+)
+from openum.wire.lbmr import LbtruTransport
+
+__all__ = ["RuReceiverSession", "RuReceiving", "RuSessionPool", "RuSourceSession"]
+
+Address = tuple[str, int]
+
+#: Source options of an LBT-RU session (first source wins, seed 3.3.3).
+SESSION_OPTIONS = session_options("transport_lbtru_")
+
+
+def _udp_socket(interface: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.bind((interface, port))
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class RuSourceSession(ReliableSourceSession):
+    """One LBT-RU transport session of a source context: a UDP port and its connected clients."""
+
+    TRANSPORT = "LBT-RU"
+    OPTION_PREFIX = "transport_lbtru_"
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        log: Any,
+        attrs: SourceAttributes,
+        context_attrs: Any,
+        sock: socket.socket,
+        session_id: int,
+        rate: RateController,
+    ) -> None:
+        params = RuSourceParams.from_options(attrs.get, context_attrs.get)
+        engine = RuSource(session_id=session_id, params=params, rate=rate, now_ns=loop.clock.now_ns())
+        super().__init__(loop, log, attrs, engine, sock, rate)
+        self.ru: RuSource = engine
+        self.session_id = session_id
+        self.use_session_id = params.use_session_id
+
+    def transport_info(self) -> LbtruTransport:
+        """What topic resolution advertises for the session's sources."""
+        return LbtruTransport(self.interface, self.port, self.session_id if self.use_session_id else None)
+
+    def _connected_peers(self) -> list[Any]:
+        return list(self.ru.clients)
+
+    def _default_destination(self) -> Address:
+        raise AssertionError("every LBT-RU datagram has a client address")
+
+    def _input(
+        self, data: bytes, sender: Address, now: int
+    ) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
+        return self.ru.datagram_received(data, sender, now)
+
+    def _close_engine(self) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
+        return self.ru.close()  # an RST to every client ends their sessions (EOS)
+
+
+class RuSessionPool(PortSessionPool[RuSourceSession]):
+    """The context's LBT-RU source sessions."""
+
+    PORT_OPTION = "transport_lbtru_port"
+    KIND = "LBT-RU session"
+
+    def __init__(
+        self, loop: EventLoop, context_attrs: Any, interface: str, log: Any, rng: random.Random | None = None
+    ) -> None:
+        super().__init__(
+            loop,
+            context_attrs,
+            interface,
+            log,
+            rng,
+            port_low=context_attrs.get("transport_lbtru_port_low"),
+            port_high=context_attrs.get("transport_lbtru_port_high"),
+            maximum_ports=context_attrs.get("transport_lbtru_maximum_ports"),
+            session_option_names=SESSION_OPTIONS,
+            range_hint="transport_lbtru_port_low/high, transport_lbtru_maximum_ports",
+        )
+        self.rate = RateController.from_options(context_attrs.get, "lbtru", now_ns=loop.clock.now_ns())
+
+    def _open(self, attrs: SourceAttributes, port: int) -> RuSourceSession:
+        spec = attrs.get("transport_lbtru_interface")
+        sock = _udp_socket(resolve_interface(spec) if spec else self.interface, port)
+        set_buffer(
+            sock,
+            socket.SO_SNDBUF,
+            self.context_attrs.get("transport_lbtru_source_socket_buffer"),
+            self.log,
+            f"LBT-RU source port {port}",
+        )
+        session_id = self.rng.randrange(1, 1 << 32)
+        session = RuSourceSession(
+            self.loop, self.log, attrs.copy(), self.context_attrs, sock, session_id, self.rate
+        )
+        session.start()
+        self.log.debug("%s activated (session id %08x)", session.label, session_id)
+        return session
+
+
+# -- receiving ----------------------------------------------------------------------------------------
+
+
+class RuReceiverSession(ReliableReceiverSession):
+    """This context's connection to one source's LBT-RU session."""
+
+    TRANSPORT = "LBT-RU"
+
+    def __init__(
+        self,
+        owner: RuReceiving,
+        transport: LbtruTransport,
+        params: RuReceiverParams,
+        on_active: Callable[[], None],
+        on_end: Callable[[str], None],
+    ) -> None:
+        engine = RuReceiver(
+            session_id=transport.session_id,
+            source=(transport.ip, transport.port),
+            params=params,
+            rng=owner.rng,
+            now_ns=owner.loop.clock.now_ns(),
+        )
+        self.transport = transport
+        self.source = (transport.ip, transport.port)
+        super().__init__(owner.loop, engine, owner.send, owner.forget, on_active, on_end)
+
+
+class RuReceiving:
+    """The context's LBT-RU reception: one socket for every joined session."""
+
+    def __init__(
+        self, loop: EventLoop, context_attrs: Any, interface: str, log: Any, rng: random.Random
+    ) -> None:
+        self.loop = loop
+        self.log = log
+        self.default_interface = interface
+        self.rng = rng
+        self.rcvbuf: int = context_attrs.get("transport_lbtru_receiver_socket_buffer")
+        self._sock: socket.socket | None = None
+        self._sessions: dict[Address, RuReceiverSession] = {}
+        self._drop = loss_hook_from_env()
+        self.dgrams_dropped_unknown = 0
+        self.dgrams_dropped_test = 0
+
+    @property
+    def sessions(self) -> list[RuReceiverSession]:
+        return list(self._sessions.values())
+
+    @property
+    def address(self) -> Address | None:
+        """The receiving socket's address (once a session was joined)."""
+        if self._sock is None:
+            return None
+        host, port = self._sock.getsockname()[:2]
+        return (host, port)
+
+    def join(
+        self,
+        transport: LbtruTransport,
+        params: RuReceiverParams,
+        receiver_attrs: Any,
+        on_active: Callable[[], None],
+        on_end: Callable[[str], None],
+    ) -> RuReceiverSession:
+        """Connect to the session ``transport`` describes (CREQs start at once)."""
+        if self._sock is None:
+            self._sock = self._open(receiver_attrs)
+        source = (transport.ip, transport.port)
+        old = self._sessions.get(source)
+        if old is not None:  # a new session at the same address: the source was restarted
+            old.close("replaced by a new session at the same address")
+        session = RuReceiverSession(self, transport, params, on_active, on_end)
+        self._sessions[source] = session
+        return session
+
+    def _open(self, receiver_attrs: Any) -> socket.socket:
+        spec = receiver_attrs.get("transport_lbtru_interface")
+        interface = resolve_interface(spec) if spec else self.default_interface
+        low: int = receiver_attrs.get("transport_lbtru_port_low")
+        high: int = receiver_attrs.get("transport_lbtru_port_high")
+        sock = bind_first_free(
+            range(low, high + 1),
+            lambda port: _udp_socket(interface, port),
+            f"LBT-RU receiver on {interface}",
+            "receiver transport_lbtru_port_low/high",
+        )
+        set_buffer(sock, socket.SO_RCVBUF, self.rcvbuf, self.log, "LBT-RU receiver socket")
+        self.loop.register_fd(sock.fileno(), FdEvent.READ, self._readable, sock)
+        return sock
+
+    def _readable(self, _fd: int, _events: FdEvent, sock: socket.socket) -> None:
+        now = self.loop.clock.now_ns()
+        sessions = self._sessions
+        drop = self._drop
+        for _ in range(MAX_DRAIN):
+            try:
+                data, addr = sock.recvfrom(RECV_SIZE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # e.g. ICMP port unreachable: a source went away
+                self.log.debug("LBT-RU: receive error: %s", exc)
+                continue
+            if drop is not None and drop():
+                self.dgrams_dropped_test += 1
+                continue
+            sender = (addr[0], addr[1])
+            session = sessions.get(sender)
+            if session is None:
+                self.dgrams_dropped_unknown += 1  # not a source this context has joined
+                continue
+            session.datagram(memoryview(data), sender, now)
+
+    def send(self, outgoing: Sequence[Outgoing]) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        for out in outgoing:
+            if out.destination is None:
+                continue
+            try:
+                sock.sendto(out.data, out.destination)
+            except OSError as exc:
+                self.log.debug("LBT-RU: sending to %s:%d failed: %s", *out.destination, exc)
+
+    def forget(self, session: ReliableReceiverSession) -> None:
+        assert isinstance(session, RuReceiverSession)
+        if self._sessions.get(session.source) is session:
+            del self._sessions[session.source]
+
+    def close(self) -> None:
+        for session in list(self._sessions.values()):
+            session.on_end = lambda reason: None
+            session.close("the context is closing")
+        if self._sock is not None:
+            close_socket(self.loop, self._sock)
+            self._sock = None
