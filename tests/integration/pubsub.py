@@ -45,24 +45,77 @@ def free_tcp_range(count: int = 8, host: str = "127.0.0.1") -> tuple[int, int]:
     raise RuntimeError(f"no {count} consecutive free TCP ports in {_TCP_LOW}-{_TCP_HIGH}")
 
 
+def free_udp_range(count: int, host: str = "127.0.0.1") -> int:
+    """The first of ``count`` consecutive UDP ports that are free now (each bound and released)."""
+    rng = random.Random()
+    for _ in range(200):
+        low = rng.randrange(_TCP_LOW, _TCP_HIGH - count)
+        ok = True
+        for port in range(low, low + count):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return low
+    raise RuntimeError(f"no {count} consecutive free UDP ports in {_TCP_LOW}-{_TCP_HIGH}")
+
+
+#: UDP ports per test: LBT-RM source ports (8), LBT-RM destination port, LBT-RU source ports (8),
+#: LBT-RU receiver ports (15).
+UDP_PORTS = 32
+
+
 @dataclass(frozen=True)
 class Ports:
-    """One test's resolver port and TCP port range, as ``--option`` lines."""
+    """One test's resolver port, TCP port range and LBT-RM/LBT-RU ports, as ``--option`` lines.
+
+    Every test gets its own ports so that a test never hears another's sessions (nor a benchmark
+    running on the same machine).  ``udp_low``: the first of ``UDP_PORTS`` consecutive UDP ports.
+    """
 
     resolver: int
     tcp_low: int
     tcp_high: int
+    udp_low: int = 0
 
     @classmethod
     def allocate(cls, tcp_count: int = 8) -> Ports:
         low, high = free_tcp_range(tcp_count)
-        return cls(free_udp_port(), low, high)
+        return cls(free_udp_port(), low, high, free_udp_range(UDP_PORTS))
+
+    @property
+    def lbtrm_destination_port(self) -> int:
+        return self.udp_low + 8
+
+    @property
+    def lbtru_source_ports(self) -> tuple[int, int]:
+        return self.udp_low + 9, self.udp_low + 16
+
+    @property
+    def lbtru_receiver_ports(self) -> tuple[int, int]:
+        return self.udp_low + 17, self.udp_low + UDP_PORTS - 1
 
     def options(self, *extra: str) -> list[str]:
+        udp = []
+        if self.udp_low:
+            u = self.udp_low
+            udp = [
+                f"context transport_lbtrm_source_port_low {u}",
+                f"context transport_lbtrm_source_port_high {u + 7}",
+                f"source transport_lbtrm_destination_port {self.lbtrm_destination_port}",
+                f"context transport_lbtru_port_low {self.lbtru_source_ports[0]}",
+                f"context transport_lbtru_port_high {self.lbtru_source_ports[1]}",
+                f"receiver transport_lbtru_port_low {self.lbtru_receiver_ports[0]}",
+                f"receiver transport_lbtru_port_high {self.lbtru_receiver_ports[1]}",
+            ]
         return [
             f"context resolver_multicast_port {self.resolver}",
             f"context transport_tcp_port_low {self.tcp_low}",
             f"context transport_tcp_port_high {self.tcp_high}",
+            *udp,
             *extra,
         ]
 

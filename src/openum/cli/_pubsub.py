@@ -4,6 +4,12 @@ Payload of message i (from 0): 8-byte big-endian i, padded with zero bytes to ``
 --verify`` checks that every source's counters arrive as 0, 1, 2, ... and counts gaps, duplicates and
 out-of-order messages.  Long runs print a live progress line to stderr when it is a terminal; ``--json``
 prints the final summary as one JSON object on the last stdout line.
+
+With the LBT-RM and LBT-RU transports the summaries show the loss recovery: ``recv`` reports, per
+source, the receiving transport's counters (datagrams lost, NAKs sent, retransmissions received,
+datagrams given up) and their totals under ``recovery``; ``send`` reports the NAKs its session received
+and the retransmissions it sent, and after the last message keeps the source alive until no NAK has
+arrived for ``--linger`` seconds, so receivers can repair a lost tail.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from openum._errors import WouldBlock
 from openum._message import Message, MsgType, SourceEvent
+from openum._source import AVAILABLE_TRANSPORTS
 
 __all__ = ["register"]
 
@@ -47,9 +54,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     send.add_argument(
         "--transport",
-        choices=("tcp", "lbtru", "lbtrm", "lbtipc", "lbtsmx"),
+        choices=AVAILABLE_TRANSPORTS,
         default=None,
-        help="transport (default: the configuration's, tcp)",
+        help="transport (default: the configuration's 'source transport', tcp)",
     )
     send.add_argument(
         "--delay",
@@ -64,14 +71,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="also wait (up to 60 s) until N receivers have connected (TCP)",
+        help="also wait (up to 60 s) until N receivers have connected (TCP, LBT-RU)",
     )
     send.add_argument(
         "--linger",
         type=float,
         default=1.0,
         metavar="SECONDS",
-        help="keep the source alive this long after the last send (default 1)",
+        help="keep the source alive after the last send this long; with LBT-RM/LBT-RU, until no NAK "
+        "has arrived for this long, so receivers can repair lost messages (default 1)",
     )
     send.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     send.set_defaults(handler=cmd_send)
@@ -150,7 +158,10 @@ def _emit(summary: dict[str, Any], as_json: bool) -> None:
         for key, value in summary.items():
             if isinstance(value, dict):
                 for name, count in sorted(value.items()):
-                    print(f"  {key}: {name} {count}")
+                    shown = count
+                    if isinstance(count, dict):  # per-source counters: the non-zero ones
+                        shown = " ".join(f"{k}={v}" for k, v in count.items() if v)
+                    print(f"  {key}: {name} {shown}")
 
 
 def _context(args: argparse.Namespace) -> Any:
@@ -219,21 +230,52 @@ def cmd_send(args: argparse.Namespace) -> int:
         progress.done()
         source_string = src.source_string
         if args.linger > 0:
-            stop.wait(args.linger)
+            _linger(src, args.linger, stop)
+        stats = src.statistics()
         src.close()
     rate = sent / seconds if seconds > 0 else 0.0
-    _emit(
-        {
-            "sent": sent,
-            "bytes": sent * args.size,
-            "seconds": round(seconds, 6),
-            "msgs_per_sec": round(rate, 1),
-            "transport": args.transport or "tcp",
-            "source": source_string,
-        },
-        args.json,
-    )
+    summary: dict[str, Any] = {
+        "sent": sent,
+        "bytes": sent * args.size,
+        "seconds": round(seconds, 6),
+        "msgs_per_sec": round(rate, 1),
+        "transport": src.transport,
+        "source": source_string,
+    }
+    engine = getattr(stats, "transport", None)
+    if engine is not None:  # LBT-RM / LBT-RU: what the session did for recovery
+        summary["recovery"] = {name: getattr(engine, name) for name in _SOURCE_RECOVERY}
+    _emit(summary, args.json)
     return EXIT_OK
+
+
+#: Source transport counters shown by ``send`` for LBT-RM/LBT-RU.
+_SOURCE_RECOVERY = ("msgs_sent", "nak_pckts_rcved", "naks_rcved", "rxs_sent", "naks_ignored", "naks_shed")
+#: Receiving transport counters shown by ``recv`` for LBT-RM/LBT-RU (summed under ``recovery``).
+_RECEIVER_RECOVERY = (
+    "msgs_rcved",
+    "lost",
+    "nak_pckts_sent",
+    "naks_sent",
+    "rxs_rcved",
+    "ncfs_rcved",
+    "duplicate_data",
+    "unrecovered_txw",
+    "unrecovered_tmo",
+)
+
+
+def _linger(src: Any, seconds: float, stop: threading.Event) -> None:
+    """Wait ``seconds``; for a reliable UDP session, until no NAK arrived for ``seconds`` (max 60 s)."""
+    deadline = time.monotonic() + 60
+    naks = -1
+    while not stop.is_set():
+        engine = getattr(src.statistics(), "transport", None)
+        current = engine.nak_pckts_rcved if engine is not None else 0
+        if current == naks or time.monotonic() >= deadline:
+            return
+        naks = current
+        stop.wait(seconds)
 
 
 # -- recv / wrecv ------------------------------------------------------------------------------------
@@ -256,6 +298,19 @@ class _Tally:
     seen: dict[str, bytearray] = field(default_factory=dict)
     topics: dict[str, int] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)
+    transport: dict[str, dict[str, Any]] = field(default_factory=dict)  # per source: LBT-RM/RU counters
+
+
+def _snapshot(ctx: Any, source: str, tally: _Tally) -> None:
+    """Keep the receiving transport counters of ``source`` (LBT-RM/LBT-RU sessions have them)."""
+    from openum._errors import OpenUMError
+
+    try:
+        stats = ctx.retrieve_transport_stats(source)
+    except OpenUMError:
+        return  # the session is gone already: keep what was captured at EOS
+    if is_dataclass(stats) and not isinstance(stats, type) and hasattr(stats, "naks_sent"):
+        tally.transport[source] = {k: v for k, v in asdict(stats).items() if isinstance(v, int | bool | None)}
 
 
 def cmd_recv(args: argparse.Namespace) -> int:
@@ -291,6 +346,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
             tally.bos += 1
         elif kind is MsgType.EOS:
             tally.eos += 1
+            if evq is None:  # on the context thread: the session's counters are still there
+                _snapshot(ctx, msg.source, tally)
         elif kind is MsgType.UNRECOVERABLE_LOSS:
             tally.unrecoverable_loss += 1
         elif kind is MsgType.UNRECOVERABLE_LOSS_BURST:
@@ -325,6 +382,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
                     break
         except KeyboardInterrupt:
             pass
+        for source in sorted(tally.sources):
+            _snapshot(ctx, source, tally)
         rcv.close()
     if evq is not None:
         evq.close()
@@ -346,6 +405,11 @@ def cmd_recv(args: argparse.Namespace) -> int:
     }
     if wildcard:
         summary["topics"] = dict(sorted(tally.topics.items()))
+    if tally.transport:
+        summary["recovery"] = {
+            name: sum(stats.get(name, 0) for stats in tally.transport.values()) for name in _RECEIVER_RECOVERY
+        }
+        summary["transport_stats"] = tally.transport
     _emit(summary, args.json)
     complete = count is None or tally.received >= count
     clean = not verify or (tally.gaps == tally.duplicates == tally.out_of_order == 0)
