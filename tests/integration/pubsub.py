@@ -219,14 +219,18 @@ class Processes:
     def __init__(self) -> None:
         self.started: list[subprocess.Popen[str]] = []
 
-    def openum(self, *args: str) -> subprocess.Popen[str]:
+    def openum(
+        self, *args: str, env: dict[str, str] | None = None, prefix: tuple[str, ...] = ()
+    ) -> subprocess.Popen[str]:
+        """``python -m openum ARGS`` (``env``: extra environment variables; ``prefix``: a command to run it
+        under, e.g. ``("ip", "netns", "exec", NAME)``)."""
         proc = subprocess.Popen(
-            [sys.executable, "-m", "openum", *args],
+            [*prefix, sys.executable, "-m", "openum", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             text=True,
-            env=child_env(),
+            env={**child_env(), **(env or {})},
             cwd=ROOT,
         )
         self.started.append(proc)

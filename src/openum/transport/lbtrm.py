@@ -137,15 +137,6 @@ class RmSessionPool:
         self.rng = rng or random.Random()
         low = ipaddress.IPv4Address(context_attrs.get("transport_lbtrm_multicast_address_low"))
         high = ipaddress.IPv4Address(context_attrs.get("transport_lbtrm_multicast_address_high"))
-        if int(high) < int(low):
-            raise ConfigError(
-                f"transport_lbtrm_multicast_address_high {high} is below "
-                f"transport_lbtrm_multicast_address_low {low}",
-                option="transport_lbtrm_multicast_address_high",
-                scope="context",
-                value=str(high),
-                allowed=f"an address >= {low}",
-            )
         self.groups = [str(ipaddress.IPv4Address(a)) for a in range(int(low), int(high) + 1)]
         self.rate = RateController.from_options(context_attrs.get, "lbtrm", now_ns=loop.clock.now_ns())
         self.ttl: int = context_attrs.get("resolver_multicast_ttl")

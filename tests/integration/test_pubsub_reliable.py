@@ -1,0 +1,453 @@
+"""Publish/subscribe over LBT-RM and LBT-RU with real sockets on 127.0.0.1 (issue 6).
+
+Each test has its own resolver port, LBT-RM source/destination ports and LBT-RU ports
+(``tests.integration.pubsub.Ports``).  Loss comes from the test-only receive hook
+``OPENUM_TEST_DROP=p[:seed]`` (no root needed); the real-loss tests with iptables in a network namespace
+are in ``tests/faults``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import openum
+from openum import MsgType, SendFlags, SourceEvent, SourceString, WouldBlock
+from openum.protocol.reliable import RmReceiverStatistics, RuReceiverStatistics
+from openum.transport._reliable import ReliableSourceStatistics, loss_hook_from_env
+from openum.wire.lbtrm import RmData
+from openum.wire.lbtrm import encode as rm_encode
+from tests.helpers import wait_until
+from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents
+
+DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
+TRANSPORTS = ("lbtrm", "lbtru")
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports.allocate()
+
+
+@pytest.fixture
+def procs() -> Iterator[Processes]:
+    p = Processes()
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+class Contexts:
+    """Contexts of one test, closed (with everything in them) at the end."""
+
+    def __init__(self, ports: Ports) -> None:
+        self.ports = ports
+        self.contexts: list[openum.Context] = []
+
+    def new(self, *extra: str) -> openum.Context:
+        ctx = openum.Context(options=self.ports.options(*extra))
+        self.contexts.append(ctx)
+        return ctx
+
+    def close(self) -> None:
+        for ctx in reversed(self.contexts):
+            ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def contexts(ports: Ports) -> Iterator[Contexts]:
+    c = Contexts(ports)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def last_json(text: str) -> dict[str, Any]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines, "no output"
+    summary: dict[str, Any] = json.loads(lines[-1])
+    return summary
+
+
+def joined(ctx: openum.Context, transport: str, sessions: int = 1) -> bool:
+    """The receiving context has joined ``sessions`` sessions of ``transport`` (sockets open)."""
+    stats = ctx.statistics()
+    count = stats.lbtrm_rcv_sessions if transport == "lbtrm" else stats.lbtru_rcv_sessions
+    return count >= sessions
+
+
+def ready(ctx: openum.Context, transport: str, events: SourceEvents, receivers: int = 1) -> bool:
+    """Receivers can get what is sent now: LBT-RU clients connected; LBT-RM sessions joined."""
+    if transport == "lbtru":
+        return events.wait(SourceEvent.CONNECT, receivers)
+    return wait_until(lambda: joined(ctx, transport), WAIT)
+
+
+# -- the CLI, between processes, with loss -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_cli_recovers_every_message_in_order_under_5_percent_loss(
+    transport: str, ports: Ports, procs: Processes
+) -> None:
+    topic = f"reliable/cli/{transport}"
+    n = 30_000
+    recv = procs.openum(
+        "recv", topic, "--count", str(n), "--verify", "--json", "--timeout", "30", *ports.argv(),
+        env={"OPENUM_TEST_DROP": "0.05:7"},
+    )  # fmt: skip
+    wait = ["--wait-receivers", "1"] if transport == "lbtru" else ["--delay", "3"]
+    send = procs.openum(
+        "send", topic, "--count", str(n), "--transport", transport, "--json", *wait, *ports.argv()
+    )
+    send_out, send_err = send.communicate(timeout=120)
+    assert send.returncode == 0, send_err
+    recv_out, recv_err = recv.communicate(timeout=120)
+    assert recv.returncode == 0, (recv_out, recv_err)
+    sent, got = last_json(send_out), last_json(recv_out)
+    assert sent["sent"] == n and sent["transport"] == transport
+    source = SourceString.parse(sent["source"])
+    assert source.transport.value == transport
+    assert got["received"] == n
+    assert got["gaps"] == got["duplicates"] == got["out_of_order"] == 0
+    assert got["unrecoverable_loss"] == got["unrecoverable_loss_burst"] == 0
+    recovery = got["recovery"]
+    assert recovery["lost"] > 0 and recovery["naks_sent"] > 0 and recovery["rxs_rcved"] > 0, recovery
+    assert recovery["unrecovered_txw"] == recovery["unrecovered_tmo"] == 0
+    assert sent["recovery"]["naks_rcved"] > 0 and sent["recovery"]["rxs_sent"] > 0, sent["recovery"]
+
+
+def test_two_receiver_processes_share_one_multicast_session(ports: Ports, procs: Processes) -> None:
+    topic = "reliable/cli/two"
+    n = 20_000
+    recvs = [
+        procs.openum(
+            "recv",
+            topic,
+            "--count",
+            str(n),
+            "--verify",
+            "--json",
+            "--timeout",
+            "30",
+            *ports.argv(),
+            env={"OPENUM_TEST_DROP": f"0.03:{seed}"},
+        )
+        for seed in (1, 2)
+    ]
+    send = procs.openum(
+        "send", topic, "--count", str(n), "--transport", "lbtrm", "--delay", "3", "--json", *ports.argv()
+    )
+    send_out, send_err = send.communicate(timeout=120)
+    assert send.returncode == 0, send_err
+    for recv in recvs:
+        out, err = recv.communicate(timeout=120)
+        assert recv.returncode == 0, (out, err)
+        got = last_json(out)
+        assert got["received"] == n and got["gaps"] == 0 and got["recovery"]["rxs_rcved"] > 0
+    # One multicast stream: every datagram was sent once, whatever the number of receivers.
+    assert last_json(send_out)["recovery"]["msgs_sent"] < n
+
+
+# -- in one process ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("ordered", [1, -1])
+def test_ordered_delivery_modes_deliver_everything_exactly_once(
+    transport: str, ordered: int, contexts: Contexts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = f"reliable/ordered/{transport}/{ordered}"
+    pub = contexts.new()
+    monkeypatch.setenv("OPENUM_TEST_DROP", "0.1:3")
+    sub = contexts.new(f"receiver ordered_delivery {ordered}")
+    rec = Recorder()
+    sub.create_receiver(topic, rec)
+    events = SourceEvents()
+    src = pub.create_source(topic, {"transport": transport}, event_callback=events)
+    assert ready(sub, transport, events)
+    n = 3000
+    for i in range(n):
+        src.send(i.to_bytes(8, "big"), SendFlags.FLUSH if i % 7 == 0 else SendFlags.NONE)
+    src.flush()
+    assert rec.wait_count(n), (rec.count(), sub.retrieve_transport_stats(rec.of(DATA)[0].source))
+    counters = [g.counter for g in rec.of(DATA)]
+    assert sorted(counters) == list(range(n))  # every message, exactly once
+    if ordered == 1:
+        assert counters == list(range(n))
+    stats = sub.retrieve_transport_stats(rec.of(DATA)[0].source)
+    assert stats.rxs_rcved > 0 and stats.naks_sent > 0
+    assert sub.statistics().dgrams_dropped_test_hook > 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_large_messages_and_properties_survive_loss(
+    transport: str, contexts: Contexts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = f"reliable/large/{transport}"
+    pub = contexts.new()
+    monkeypatch.setenv("OPENUM_TEST_DROP", "0.05:11")
+    sub = contexts.new()
+    rec = Recorder()
+    sub.create_receiver(topic, rec)
+    events = SourceEvents()
+    src = pub.create_source(topic, {"transport": transport}, event_callback=events)
+    assert ready(sub, transport, events)
+    rng = random.Random(5)
+    blobs = [rng.randbytes(size) for size in (1, 8000, 100_000, 1_000_000)]
+    for blob in blobs:
+        src.send(blob, SendFlags.FLUSH, properties={"size": len(blob), "kind": "blob"})
+    assert rec.wait_count(len(blobs), timeout=60)
+    got = rec.of(DATA)
+    assert [g.data for g in got] == blobs
+    assert [g.properties for g in got] == [{"size": len(b), "kind": "blob"} for b in blobs]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_topics_on_one_session_reach_only_their_receivers(
+    transport: str, ports: Ports, contexts: Contexts
+) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    wanted, unwanted = Recorder(), Recorder()
+    sub.create_receiver("reliable/mixed/A", wanted)
+    events = SourceEvents()
+    # Sessions are assigned round-robin: name one session explicitly for both sources.
+    where = (
+        {"transport_lbtrm_multicast_address": "224.10.10.12"}
+        if transport == "lbtrm"
+        else {"transport_lbtru_port": ports.lbtru_source_ports[0]}
+    )
+    a = pub.create_source("reliable/mixed/A", {"transport": transport, **where}, event_callback=events)
+    b = pub.create_source("reliable/mixed/B", {"transport": transport, **where})
+    assert a.info.transport == b.info.transport  # one transport session, two topic indices
+    assert ready(sub, transport, events)
+    for i in range(50):
+        b.send(b"B%d" % i)
+        a.send(b"A%d" % i)
+    a.flush()
+    assert wanted.wait_count(50)
+    assert [g.data for g in wanted.of(DATA)] == [b"A%d" % i for i in range(50)]
+    assert unwanted.count() == 0
+    stats = sub.retrieve_transport_stats(wanted.of(DATA)[0].source)
+    assert stats.lbm_msgs_no_topic_rcved == 50  # B's messages reached the context and were dropped
+
+
+def test_lbtru_connect_disconnect_and_eos_when_the_source_closes(contexts: Contexts) -> None:
+    pub = contexts.new()
+    sub = contexts.new()
+    rec = Recorder()
+    rcv = sub.create_receiver("reliable/ru/events", rec)
+    events = SourceEvents()
+    src = pub.create_source(
+        "reliable/ru/events",
+        {"transport": "lbtru", "transport_lbtru_client_activity_timeout": 500},
+        event_callback=events,
+    )
+    assert events.wait(SourceEvent.CONNECT)
+    receiver_address = events.events[0][1]
+    assert receiver_address.startswith("127.0.0.1:")
+    src.send(b"hello", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    assert rec.types()[:2] == [BOS, DATA]
+    src.close()  # an RST to every client: the receiver ends the session at once (EOS)
+    assert rec.wait_count(1, EOS, timeout=5)
+    rcv.close()
+    # A second source: a receiver that goes away is dropped after the client activity timeout.
+    rec2 = Recorder()
+    events2 = SourceEvents()
+    rcv2 = sub.create_receiver("reliable/ru/events2", rec2)
+    src2 = pub.create_source(
+        "reliable/ru/events2",
+        {"transport": "lbtru", "transport_lbtru_client_activity_timeout": 500},
+        event_callback=events2,
+    )
+    assert events2.wait(SourceEvent.CONNECT)
+    rcv2.close()  # the last receiver of the session: the context leaves it (no more ACKs)
+    assert events2.wait(SourceEvent.DISCONNECT, timeout=10)
+    assert src2.statistics().transport.clients_timed_out == 1  # type: ignore[union-attr]
+
+
+def test_lbtrm_receiver_ends_the_session_after_the_activity_timeout(contexts: Contexts) -> None:
+    pub = contexts.new()
+    sub = contexts.new("receiver transport_lbtrm_activity_timeout 1000")
+    rec = Recorder()
+    sub.create_receiver("reliable/rm/eos", rec)
+    src = pub.create_source("reliable/rm/eos", {"transport": "lbtrm"})
+    assert wait_until(lambda: joined(sub, "lbtrm"), WAIT)
+    src.send(b"only", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    src.close()  # LBT-RM sends nothing when a session is deleted: receivers time out (seed 8.11.6)
+    assert rec.wait_count(1, EOS, timeout=10)
+    assert wait_until(lambda: sub.statistics().lbtrm_rcv_sessions == 0, 5)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_rate_limit_queues_one_datagram_then_wouldblock_then_wakeup(
+    transport: str, contexts: Contexts
+) -> None:
+    # 800 kbit/s per 100 ms interval: 10,000 bytes per interval.
+    pub = contexts.new(
+        f"context transport_{transport}_data_rate_limit 800000",
+        f"context transport_{transport}_rate_interval 100",
+    )
+    sub = contexts.new()
+    rec = Recorder()
+    sub.create_receiver(f"reliable/rate/{transport}", rec)
+    events = SourceEvents()
+    src = pub.create_source(f"reliable/rate/{transport}", {"transport": transport}, event_callback=events)
+    assert ready(sub, transport, events)
+    payload = bytes(1000)
+    sent = 0
+    refused: WouldBlock | None = None
+    for _ in range(100):
+        try:
+            src.send(payload, SendFlags.FLUSH | SendFlags.NONBLOCK)
+        except WouldBlock as exc:
+            refused = exc
+            break
+        sent += 1
+    assert refused is not None and "data rate limit" in str(refused)
+    assert 9 <= sent <= 11  # the budget, plus the one datagram the rate controller queues
+    assert events.wait(SourceEvent.WAKEUP, timeout=5)
+    src.send(payload, SendFlags.FLUSH | SendFlags.NONBLOCK)  # sending resumed
+    sent += 1
+    # A blocking send waits for the rate controller instead of raising.
+    for _ in range(30):
+        src.send(payload, SendFlags.FLUSH)
+    sent += 30
+    assert rec.wait_count(sent)
+    stats = src.statistics()
+    assert isinstance(stats, ReliableSourceStatistics)
+    assert stats.blocked >= 1 and stats.transport.rctlr_data_msgs >= 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_statistics_have_ums_names(transport: str, contexts: Contexts) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    rec = Recorder()
+    sub.create_receiver(f"reliable/stats/{transport}", rec)
+    events = SourceEvents()
+    src = pub.create_source(f"reliable/stats/{transport}", {"transport": transport}, event_callback=events)
+    assert ready(sub, transport, events)
+    for i in range(100):
+        src.send(b"%d" % i)
+    src.flush()
+    assert rec.wait_count(100)
+    rcv_stats = sub.retrieve_transport_stats(src.source_string)
+    expected = RmReceiverStatistics if transport == "lbtrm" else RuReceiverStatistics
+    assert isinstance(rcv_stats, expected)
+    assert rcv_stats.lbm_msgs_rcved == 100 and rcv_stats.msgs_rcved >= 1 and rcv_stats.lost == 0
+    src_stats = pub.retrieve_transport_stats(src.source_string)
+    assert isinstance(src_stats, ReliableSourceStatistics)
+    assert src_stats.msgs_sent == 100 and src_stats.transport.msgs_sent == src_stats.datagrams_sent
+    ctx_stats = pub.statistics()
+    assert getattr(ctx_stats, f"{transport}_sessions") == 1 and ctx_stats.tcp_sessions == 0
+    assert getattr(sub.statistics(), f"{transport}_rcv_sessions") == 1
+
+
+# -- garbage -------------------------------------------------------------------------------------------
+
+
+def test_lbtrm_garbage_on_the_group_port_is_counted_and_dropped(contexts: Contexts) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    rec = Recorder()
+    sub.create_receiver("reliable/garbage/rm", rec)
+    src = pub.create_source("reliable/garbage/rm", {"transport": "lbtrm"})
+    assert wait_until(lambda: joined(sub, "lbtrm"), WAIT)
+    src.send(b"first", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    tr = src.info.transport
+    group, port = tr.group, tr.dest_port  # type: ignore[union-attr]
+    rng = random.Random(1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+        junk = [b"", b"\x00\x01\x02", rng.randbytes(40), rng.randbytes(3000)]
+        foreign = rm_encode(
+            RmData(ucast_port=tr.source_port, session_id=tr.session_id ^ 1, sqn=0, trail_sqn=0, payload=b"x")
+        )  # type: ignore[union-attr]
+        for datagram in [*junk, foreign]:
+            s.sendto(datagram, (group, port))
+    # From the source's own address the session id matches: a truncated DATA reaches the engine.
+    truncated = rm_encode(
+        RmData(ucast_port=tr.source_port, session_id=tr.session_id, sqn=1, trail_sqn=0, payload=b"")
+    )[:10]  # type: ignore[union-attr]
+    src_sock = pub._pools["lbtrm"].sessions[0].sock
+    src_sock.sendto(truncated, (group, port))
+    assert wait_until(lambda: sub.statistics().lbtrm_dgrams_dropped_unknown >= 5, WAIT), sub.statistics()
+    src.send(b"second", SendFlags.FLUSH)
+    assert rec.wait_count(2)
+    assert [g.data for g in rec.of(DATA)] == [b"first", b"second"]
+    stats = sub.retrieve_transport_stats(src.source_string)
+    assert stats.dgrams_dropped_size + stats.dgrams_dropped_hdr >= 1
+
+
+def test_lbtru_garbage_is_counted_and_dropped_on_both_ends(contexts: Contexts) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    rec = Recorder()
+    sub.create_receiver("reliable/garbage/ru", rec)
+    events = SourceEvents()
+    src = pub.create_source("reliable/garbage/ru", {"transport": "lbtru"}, event_callback=events)
+    assert events.wait(SourceEvent.CONNECT)
+    src.send(b"first", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    receiver_host, receiver_port = events.events[0][1].rsplit(":", 1)
+    tr = src.info.transport
+    rng = random.Random(2)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for datagram in (b"", b"\x01", rng.randbytes(60), struct.pack(">BBH", 0, 0, 0) + rng.randbytes(30)):
+            s.sendto(datagram, (receiver_host, int(receiver_port)))  # from an unknown address
+            s.sendto(datagram, (tr.ip, tr.port))  # type: ignore[union-attr]  # to the source
+    assert wait_until(lambda: sub.statistics().lbtru_dgrams_dropped_unknown >= 4, WAIT)
+    transport = src.statistics().transport
+    assert wait_until(
+        lambda: (
+            sum(
+                getattr(src.statistics().transport, f"dgrams_dropped_{r}")
+                for r in ("size", "type", "version", "hdr", "sid")
+            )
+            >= 3
+        ),
+        WAIT,
+    ), transport
+    src.send(b"second", SendFlags.FLUSH)
+    assert rec.wait_count(2)
+    assert [g.data for g in rec.of(DATA)] == [b"first", b"second"]
+
+
+def test_the_test_loss_hook_refuses_bad_values() -> None:
+    assert loss_hook_from_env({}) is None
+    hook = loss_hook_from_env({"OPENUM_TEST_DROP": "0.5:1"})
+    assert hook is not None
+    drops = sum(hook() for _ in range(1000))
+    assert 400 < drops < 600
+    for bad in ("x", "1.5", "-0.1", "0.1:seed"):
+        with pytest.raises(ValueError, match="OPENUM_TEST_DROP"):
+            loss_hook_from_env({"OPENUM_TEST_DROP": bad})
+
+
+def test_an_unavailable_transport_is_refused_with_the_choices(contexts: Contexts) -> None:
+    ctx = contexts.new()
+    with pytest.raises(openum.NotSupportedError, match=r"lbtipc.*available: tcp, lbtru, lbtrm"):
+        ctx.create_source("reliable/nope", {"transport": "lbtipc"})
+
+
+def test_bad_multicast_addresses_are_config_errors(contexts: Contexts) -> None:
+    with pytest.raises(openum.ConfigError, match="transport_lbtrm_multicast_address_low"):
+        contexts.new(
+            "context transport_lbtrm_multicast_address_low 224.10.10.20",
+            "context transport_lbtrm_multicast_address_high 224.10.10.10",
+        )
+    ctx = contexts.new()
+    with pytest.raises(openum.ConfigError, match="not a multicast address"):
+        ctx.create_source(
+            "reliable/notmc", {"transport": "lbtrm", "transport_lbtrm_multicast_address": "10.1.2.3"}
+        )
