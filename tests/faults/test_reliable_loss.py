@@ -1,0 +1,137 @@
+"""Real loss on real sockets (issue 6): LBT-RM and LBT-RU recover 5% random loss made by iptables.
+
+Each test creates its own network namespace (only ``lo``, so nothing can leave the machine), adds an
+``iptables -m statistic --mode random --probability 0.05`` DROP rule for the transport's data port, and
+runs ``openum recv --verify`` and ``openum send`` as real processes inside it with UM's default ports.
+Every one of 200,000 messages must arrive, in order, and the NAK and retransmission counters of both
+ends, and the rule's own drop counter, must be non-zero.  Needs root (CI runs as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.pubsub import Processes
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+MESSAGES = 200_000
+LOSS = 0.05
+#: The data ports iptables drops on: LBT-RM's destination port; LBT-RU receivers' ports.
+DATA_PORTS = {"lbtrm": "14400", "lbtru": "14360:14379"}
+
+
+class Namespace:
+    """A network namespace with ``lo`` up, deleted at the end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        _run("ip", "netns", "add", name)
+        try:
+            self.run("ip", "link", "set", "lo", "up")
+        except Exception:
+            self.delete()
+            raise
+
+    def run(self, *argv: str) -> str:
+        return _run("ip", "netns", "exec", self.name, *argv)
+
+    @property
+    def prefix(self) -> tuple[str, ...]:
+        return ("ip", "netns", "exec", self.name)
+
+    def dropped(self) -> int:
+        """Packets the DROP rule of the INPUT chain has dropped so far."""
+        listing = self.run("iptables", "-L", "INPUT", "-v", "-n", "-x")
+        return sum(int(line.split()[0]) for line in listing.splitlines() if " DROP " in f" {line} ")
+
+    def delete(self) -> None:
+        subprocess.run(["ip", "netns", "delete", self.name], check=False, capture_output=True)
+
+
+def _run(*argv: str) -> str:
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+@pytest.fixture
+def netns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
+    if os.geteuid() != 0:
+        pytest.skip("network namespaces and iptables need root (CI runs as root; see README)")
+    missing = [tool for tool in ("ip", "iptables") if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not installed: apt-get install iproute2 iptables (make test does)")
+    ns = Namespace(f"openum-{os.getpid()}-{request.node.name[-12:].strip('[]')}"[:40])
+    try:
+        yield ns
+    finally:
+        ns.delete()
+
+
+@pytest.fixture
+def procs() -> Iterator[Processes]:
+    p = Processes()
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _summary(text: str) -> dict[str, Any]:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines, "no output"
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+@pytest.mark.parametrize("transport", ["lbtrm", "lbtru"])
+def test_200k_messages_arrive_in_order_under_5_percent_iptables_loss(
+    transport: str, netns: Namespace, procs: Processes
+) -> None:
+    netns.run(
+        "iptables", "-A", "INPUT", "-p", "udp", "--dport", DATA_PORTS[transport],
+        "-m", "statistic", "--mode", "random", "--probability", str(LOSS), "-j", "DROP",
+    )  # fmt: skip
+    topic = f"faults/{transport}"
+    recv = procs.openum(
+        "recv", topic, "--count", str(MESSAGES), "--verify", "--json", "--timeout", "60", prefix=netns.prefix
+    )
+    wait = ["--wait-receivers", "1"] if transport == "lbtru" else ["--delay", "3"]
+    send = procs.openum(
+        "send",
+        topic,
+        "--count",
+        str(MESSAGES),
+        "--transport",
+        transport,
+        "--json",
+        *wait,
+        prefix=netns.prefix,
+    )
+    send_out, send_err = send.communicate(timeout=300)
+    assert send.returncode == 0, send_err
+    recv_out, recv_err = recv.communicate(timeout=120)
+    assert recv.returncode == 0, (recv_out[-2000:], recv_err[-2000:])
+    sent, got = _summary(send_out), _summary(recv_out)
+    assert sent["sent"] == MESSAGES
+    assert got["received"] == MESSAGES
+    assert got["gaps"] == got["duplicates"] == got["out_of_order"] == 0, got
+    assert got["unrecoverable_loss"] == got["unrecoverable_loss_burst"] == 0, got
+    recovery = got["recovery"]
+    assert recovery["lost"] > 0 and recovery["naks_sent"] > 0 and recovery["rxs_rcved"] > 0, recovery
+    assert recovery["unrecovered_txw"] == recovery["unrecovered_tmo"] == 0, recovery
+    assert sent["recovery"]["naks_rcved"] > 0 and sent["recovery"]["rxs_sent"] > 0, sent["recovery"]
+    dropped = netns.dropped()
+    # The rule dropped roughly 5% of the data datagrams (originals and retransmissions alike).
+    datagrams = recovery["msgs_rcved"] + dropped
+    assert 0.02 * datagrams < dropped < 0.10 * datagrams, (dropped, datagrams)
+    print(f"\n{transport}: iptables dropped {dropped} of {datagrams} datagrams; recovery {recovery}")
