@@ -427,7 +427,7 @@ def test_the_test_loss_hook_refuses_bad_values() -> None:
     assert loss_hook_from_env({}) is None
     hook = loss_hook_from_env({"OPENUM_TEST_DROP": "0.5:1"})
     assert hook is not None
-    drops = sum(hook() for _ in range(1000))
+    drops = sum(hook(b"") for _ in range(1000))
     assert 400 < drops < 600
     for bad in ("x", "1.5", "-0.1", "0.1:seed"):
         with pytest.raises(ValueError, match="OPENUM_TEST_DROP"):

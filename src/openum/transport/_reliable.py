@@ -53,6 +53,7 @@ from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, So
 __all__ = [
     "MAX_DRAIN",
     "RECV_SIZE",
+    "DropHook",
     "ReliableReceiverSession",
     "ReliableSourceSession",
     "ReliableSourceStatistics",
@@ -71,7 +72,11 @@ DROP_ENV = "OPENUM_TEST_DROP"
 Address = tuple[str, int]
 
 
-def loss_hook_from_env(environ: Any = os.environ) -> Callable[[], bool] | None:
+#: A test-only receive hook: ``drop(datagram) -> True`` drops it (counted as ``dgrams_dropped_test_hook``).
+DropHook = Callable[[bytes], bool]
+
+
+def loss_hook_from_env(environ: Any = os.environ) -> DropHook | None:
     """``OPENUM_TEST_DROP=p[:seed]``: a function answering "drop this datagram?" (tests only).
 
     A receiving context drops that share of the datagrams it reads on its LBT-RM/LBT-RU data sockets,
@@ -90,7 +95,7 @@ def loss_hook_from_env(environ: Any = os.environ) -> Callable[[], bool] | None:
         ) from None
     if not 0.0 <= probability < 1.0:
         raise ValueError(f"{DROP_ENV}={spec!r}: the probability must be in [0, 1)")
-    return lambda: rng.random() < probability
+    return lambda _datagram: rng.random() < probability
 
 
 def set_buffer(sock: socket.socket, option: int, size: int, log: Any, what: str) -> None:

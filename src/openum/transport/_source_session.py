@@ -75,6 +75,7 @@ class SourceSessionBase(abc.ABC):
         self._tsni_interval_ms: int = attrs.get("transport_topic_sequence_number_info_interval")
         self._tsni_active_ms: int = attrs.get("transport_topic_sequence_number_info_active_threshold") * 1000
         self._tsni_timer: int | None = None
+        self._tsnis_for: dict[int, tuple[int, int]] = {}  # topic index -> (last send it is for, TSNIs sent)
 
     # -- what subclasses provide ---------------------------------------------------------------------
     @abc.abstractmethod
@@ -273,19 +274,34 @@ class SourceSessionBase(abc.ABC):
 
     # -- TSNI (seed 8.9) -------------------------------------------------------------------------
     def _tsni_tick(self, _clientd: Any) -> None:
+        """TSNIs for the topics idle for a whole interval since their last send (or last TSNI), then the
+        timer for the next one due (seed 8.9, 8.11.5: each send starts the topic's TSNI timer)."""
         self._tsni_timer = None
         if self.closed:
             return
         now = self.loop.clock.now_ns()
         interval_ns = self._tsni_interval_ms * NS_PER_MS
+        active_ns = self._tsni_active_ms * NS_PER_MS
         records: list[tuple[int, int]] = []
+        next_due: int | None = None
+        sent = self._tsnis_for
         for index, source in list(self.topics.items()):
             last = source._last_send_ns
             if last is None:
                 continue  # nothing sent yet: nothing to tell
-            idle = now - last
-            if idle >= interval_ns and (not self._tsni_active_ms or idle <= self._tsni_active_ms * NS_PER_MS):
+            base, count = sent.get(index, (last, 0))
+            if base != last:  # sent again since the last TSNI: its timer restarted
+                base, count = last, 0
+            due = last + interval_ns * (count + 1)
+            if due <= now and (not active_ns or due - last <= active_ns):
                 records.append((index, (source._next_sqn - 1) & SQN_MASK))
+                count += 1
+                due = last + interval_ns * (count + 1)
+            sent[index] = (base, count)
+            if not active_ns or due - last <= active_ns:
+                next_due = due if next_due is None else min(next_due, due)
+        for index in [i for i in sent if i not in self.topics]:
+            del sent[index]
         if records:
             with self.lock:
                 for start in range(0, len(records), TsniHeader.MAX_RECORDS):
@@ -293,7 +309,9 @@ class SourceSessionBase(abc.ABC):
                     self._append_message(encode_message(control_message(TsniHeader(chunk))))
                     self._stats["tsnis_sent"] += len(chunk)
                 self._flush_locked()
-        self._tsni_timer = self.loop.schedule_timer(self._tsni_interval_ms, self._tsni_tick)
+        # A topic sending for the first time after now is due no earlier than now + interval.
+        delay_ns = interval_ns if next_due is None else min(interval_ns, next_due - now)
+        self._tsni_timer = self.loop.schedule_timer(max(delay_ns, 0) / NS_PER_MS, self._tsni_tick)
 
     # -- closing ---------------------------------------------------------------------------------------
     def _close_base(self) -> bool:

@@ -326,7 +326,7 @@ class RmReceiving:
             except OSError as exc:
                 self.log.debug("LBT-RM: receive error: %s", exc)
                 return
-            if drop is not None and drop():
+            if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
                 continue
             if len(data) < 8:

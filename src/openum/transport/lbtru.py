@@ -255,7 +255,7 @@ class RuReceiving:
             except OSError as exc:  # e.g. ICMP port unreachable: a source went away
                 self.log.debug("LBT-RU: receive error: %s", exc)
                 continue
-            if drop is not None and drop():
+            if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
                 continue
             sender = (addr[0], addr[1])
