@@ -14,7 +14,8 @@ controller) lives in the sans-I/O engines of :mod:`openum.protocol.reliable`; th
 * :func:`loss_hook_from_env`: test-only receive loss, ``OPENUM_TEST_DROP=probability[:seed]``.
 
 Locking: a source session's engine is used by sending threads and the context thread, always under the
-session lock; a receiver session is used only on the context thread.
+session lock, which the sessions of one pool share because their engines share the rate controller; a
+receiver session is used only on the context thread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import abc
 import os
 import random
 import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -157,8 +159,10 @@ class ReliableSourceSession(SourceSessionBase):
         engine: RmSource | RuSource,
         sock: socket.socket,
         rate: RateController,
+        lock: threading.Lock,
     ) -> None:
-        super().__init__(loop, log, attrs, engine.max_payload, ("send_buffer_full",))
+        """``lock`` is shared by every session of the pool: their engines share ``rate``."""
+        super().__init__(loop, log, attrs, engine.max_payload, ("send_buffer_full",), lock)
         self.engine = engine
         self.sock = sock
         self.interface: str = sock.getsockname()[0]

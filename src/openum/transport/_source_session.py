@@ -53,15 +53,22 @@ class SourceSessionBase(abc.ABC):
     BASE_COUNTERS = ("msgs_sent", "bytes_sent", "datagrams_sent", "fragments_sent", "tsnis_sent", "blocked")
 
     def __init__(
-        self, loop: EventLoop, log: Any, attrs: Any, datagram_max: int, counters: tuple[str, ...]
+        self,
+        loop: EventLoop,
+        log: Any,
+        attrs: Any,
+        datagram_max: int,
+        counters: tuple[str, ...],
+        lock: threading.Lock | None = None,
     ) -> None:
+        """``lock``: shared by sessions whose engines share state (a rate controller); default: own lock."""
         self.loop = loop
         self.log = log
         self.attrs = attrs
         self.topics: dict[int, Any] = {}  # topic index -> the Source (has _session_event, _next_sqn, ...)
         self._indices = itertools.count(1)
         self.closed = False
-        self.lock = threading.Lock()
+        self.lock = lock or threading.Lock()
         self._unblocked = threading.Condition(self.lock)
         self.batch_min: int = attrs.get("implicit_batching_minimum_length")
         self.batch_interval_ms: int = attrs.get("implicit_batching_interval")

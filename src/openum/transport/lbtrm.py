@@ -23,6 +23,7 @@ import ipaddress
 import random
 import socket
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -89,6 +90,7 @@ class RmSourceSession(ReliableSourceSession):
         sock: socket.socket,
         session_id: int,
         rate: RateController,
+        lock: threading.Lock,
     ) -> None:
         engine = RmSource(
             session_id=session_id,
@@ -97,7 +99,7 @@ class RmSourceSession(ReliableSourceSession):
             rate=rate,
             now_ns=loop.clock.now_ns(),
         )
-        super().__init__(loop, log, attrs, engine, sock, rate)
+        super().__init__(loop, log, attrs, engine, sock, rate, lock)
         self.rm: RmSource = engine
         self.group = group
         self.dest_port = dest_port
@@ -139,6 +141,7 @@ class RmSessionPool:
         high = ipaddress.IPv4Address(context_attrs.get("transport_lbtrm_multicast_address_high"))
         self.groups = [str(ipaddress.IPv4Address(a)) for a in range(int(low), int(high) + 1)]
         self.rate = RateController.from_options(context_attrs.get, "lbtrm", now_ns=loop.clock.now_ns())
+        self.lock = threading.Lock()  # the sessions' engines share the rate controller
         self.ttl: int = context_attrs.get("resolver_multicast_ttl")
         self._sessions: dict[tuple[str, int], RmSourceSession] = {}
         self._next = 0
@@ -200,6 +203,7 @@ class RmSessionPool:
                 sock,
                 session_id,
                 self.rate,
+                self.lock,
             )
 
         session = bind_first_free(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -83,10 +84,11 @@ class RuSourceSession(ReliableSourceSession):
         sock: socket.socket,
         session_id: int,
         rate: RateController,
+        lock: threading.Lock,
     ) -> None:
         params = RuSourceParams.from_options(attrs.get, context_attrs.get)
         engine = RuSource(session_id=session_id, params=params, rate=rate, now_ns=loop.clock.now_ns())
-        super().__init__(loop, log, attrs, engine, sock, rate)
+        super().__init__(loop, log, attrs, engine, sock, rate, lock)
         self.ru: RuSource = engine
         self.session_id = session_id
         self.use_session_id = params.use_session_id
@@ -132,6 +134,7 @@ class RuSessionPool(PortSessionPool[RuSourceSession]):
             range_hint="transport_lbtru_port_low/high, transport_lbtru_maximum_ports",
         )
         self.rate = RateController.from_options(context_attrs.get, "lbtru", now_ns=loop.clock.now_ns())
+        self.lock = threading.Lock()  # the sessions' engines share the rate controller
 
     def _open(self, attrs: SourceAttributes, port: int) -> RuSourceSession:
         spec = attrs.get("transport_lbtru_interface")
@@ -145,7 +148,7 @@ class RuSessionPool(PortSessionPool[RuSourceSession]):
         )
         session_id = self.rng.randrange(1, 1 << 32)
         session = RuSourceSession(
-            self.loop, self.log, attrs.copy(), self.context_attrs, sock, session_id, self.rate
+            self.loop, self.log, attrs.copy(), self.context_attrs, sock, session_id, self.rate, self.lock
         )
         session.start()
         self.log.debug("%s activated (session id %08x)", session.label, session_id)
