@@ -14,7 +14,8 @@ class EngineTimer:
     """Keeps one loop timer armed for ``deadline()``; ``fire()`` runs when it expires.
 
     Call :meth:`reschedule` after every interaction with the engine, holding whatever lock guards the
-    engine (``deadline()`` reads it); ``fire()`` must call :meth:`reschedule` itself when it is done.
+    engine (``deadline()`` reads it); ``fire()`` must call :meth:`reschedule` itself when it is done
+    (the engine's ``poll`` must tolerate being called before anything is due).
     The loop's timer calls are thread-safe, so any thread may reschedule.
     """
 
@@ -29,10 +30,16 @@ class EngineTimer:
         self.closed = False
 
     def reschedule(self) -> None:
+        """Arm the timer for the engine's deadline, unless it is armed for an earlier time already.
+
+        Deadlines that move later (a session-message or activity timer pushed out by every datagram)
+        cost nothing here: the timer fires at the older time, the engine finds nothing due, and the
+        timer is re-armed then.  That keeps timer churn per datagram at zero.
+        """
         if self.closed:
             return
         when = self._deadline()
-        if when == self._when and self._timer is not None:
+        if self._timer is not None and (when is None or (self._when is not None and self._when <= when)):
             return
         if self._timer is not None:
             self._loop.cancel_timer(self._timer)
