@@ -56,6 +56,11 @@ class SendFlags(enum.IntFlag):
     NONBLOCK = 0x8  # raise WouldBlock instead of waiting (seed 2.11.3)
 
 
+_START_BATCH, _END_BATCH, _FLUSH, _NONBLOCK = (
+    int(f) for f in (SendFlags.START_BATCH, SendFlags.END_BATCH, SendFlags.FLUSH, SendFlags.NONBLOCK)
+)
+
+
 class Source:
     """A source for one topic (``lbm_src_t``); create with :meth:`Context.create_source`."""
 
@@ -127,18 +132,18 @@ class Source:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(f"send() takes bytes-like data, not {type(data).__name__} (encode text first)")
         block = None if properties is None else _properties(properties)
-        flags = int(flags)
-        if flags & SendFlags.START_BATCH:
+        flags = int(flags)  # plain int arithmetic below: IntFlag operators cost microseconds per send
+        if flags & _START_BATCH:
             self._holding = True
         hold = self._holding
-        if flags & SendFlags.END_BATCH:
+        if flags & _END_BATCH:
             self._holding = False
             hold = False
         return self.session.send(
             self,
             data,
-            flush=bool(flags & SendFlags.FLUSH),
-            nonblock=bool(flags & SendFlags.NONBLOCK),
+            flush=bool(flags & _FLUSH),
+            nonblock=bool(flags & _NONBLOCK),
             hold=hold,
             properties=block,
         )
