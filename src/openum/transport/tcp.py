@@ -241,7 +241,15 @@ class TcpSourceSession(SourceSessionBase):
         return sum(len(c.out) for c in self.clients)
 
     def _has_room(self) -> bool:
-        return not self.receiver_paced or self._buffered() < self.max_buffer
+        # Called before every send: a plain loop, no generator (usually one or two clients, rarely
+        # with anything buffered).
+        if not self.receiver_paced:
+            return True
+        total = 0
+        for client in self.clients:
+            if client.out:
+                total += len(client.out)
+        return total < self.max_buffer
 
     def _blocked_reason(self) -> str:
         return (

@@ -29,6 +29,8 @@ _unpack_data_hdr = _DATA_HDR.unpack_from
 _DATA_STRUCTS: dict[int, struct.Struct] = {}
 _DATA_TOPIC_STRUCTS: dict[tuple[int, int], struct.Struct] = {}
 _MAX_CACHED_SIZES: Final = 4096
+# Payload types a struct ``s`` field packs as they are (a memoryview must take the slice-assign way).
+_PACKABLE: Final = frozenset({bytes, bytearray})
 # TOPICNAME's code as a plain int: packing the IntEnum member costs an attribute lookup and an
 # ``__index__`` call per message (same byte on the wire).
 _TOPICNAME: Final = int(HeaderType.TOPICNAME)
@@ -45,7 +47,7 @@ def encode_data_into(
 ) -> int:
     """Write a plain data message (no extension headers) at ``offset``; return the end offset."""
     st = _DATA_STRUCTS.get(len(payload))
-    if st is not None and offset >= 0 and type(payload) is bytes:
+    if st is not None and offset >= 0 and type(payload) in _PACKABLE:
         try:
             st.pack_into(buf, offset, 0, 0, st.size, topic_index, sqn, payload)
         except struct.error as exc:
@@ -60,7 +62,7 @@ def encode_data_into(
     except struct.error as exc:
         raise _encode_error(offset, size, buf, exc) from None
     buf[offset + DATA_HEADER_LEN : end] = payload
-    if len(_DATA_STRUCTS) < _MAX_CACHED_SIZES:
+    if st is None and len(_DATA_STRUCTS) < _MAX_CACHED_SIZES:
         _DATA_STRUCTS[len(payload)] = struct.Struct(f">BBHII{len(payload)}s")
     return end
 
@@ -78,7 +80,7 @@ def encode_data_topic_into(
     :func:`topic_name_block`), as on a source's first message of a topic."""
     key = (len(topic_block), len(payload))
     st = _DATA_TOPIC_STRUCTS.get(key)
-    if st is not None and offset >= 0 and type(payload) is bytes and type(topic_block) is bytes:
+    if st is not None and offset >= 0 and type(payload) in _PACKABLE and type(topic_block) is bytes:
         try:
             st.pack_into(buf, offset, 0, _TOPICNAME, st.size, topic_index, sqn, topic_block, payload)
         except struct.error as exc:
@@ -94,7 +96,7 @@ def encode_data_topic_into(
         raise _encode_error(offset, end - offset, buf, exc) from None
     buf[offset + DATA_HEADER_LEN : hdr_end] = topic_block
     buf[hdr_end:end] = payload
-    if len(_DATA_TOPIC_STRUCTS) < _MAX_CACHED_SIZES:
+    if st is None and len(_DATA_TOPIC_STRUCTS) < _MAX_CACHED_SIZES:
         _DATA_TOPIC_STRUCTS[key] = struct.Struct(f">BBHII{key[0]}s{key[1]}s")
     return end
 

@@ -1,0 +1,236 @@
+"""In-process benchmark of the TCP transport's send and receive hot paths (PERFORMANCE.md: profile first).
+
+One process, one thread, real sockets on 127.0.0.1, no topic resolution traffic on the measured path and
+no scheduler in the loop, so the numbers are repeatable and ``valgrind --tool=callgrind`` gives stable
+instruction counts:
+
+* ``receive``: a sequential-mode context with one receiver is joined to a plain listening socket that
+  plays the source; the bench writes a pre-encoded LBT-TCP stream (64-byte messages, batched as a
+  source batches them) into the connection in 64 KiB chunks and drives ``ctx.process_events(0)`` until
+  the receiver callback (read the counter, check it is the next one) has seen every message: socket
+  read, stream framing, LBMC decode, demultiplexing, delivery controller, ``Message``, callback.
+* ``send``: ``Source.send(payload)`` on a TCP source with one connected plain socket as its receiver,
+  drained after every 1000 sends: flags, flow control, batching, encoding, the socket writes.
+
+    python bench/hotpath_bench.py [receive|send|both] [--count 200000] [--size 64] [--runs 5] [--json]
+    valgrind --tool=callgrind --callgrind-out-file=cg.out python bench/hotpath_bench.py receive --runs 1
+
+Results are messages per second (median of ``--runs`` after one warm-up run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import struct
+import sys
+import time
+from typing import Any
+
+import openum
+from openum.wire.lbmc import encode_data_into
+from openum.wire.lbmr import TcpTransport, TopicInfo
+from openum.wire.lbttcp import session_id_message
+
+COUNTER = struct.Struct(">Q")
+TOPIC = "bench/hotpath"
+CHUNK = 64 * 1024
+BATCH = 2048  # implicit_batching_minimum_length's default: how a source groups messages
+
+
+def _options() -> list[str]:
+    port = random.Random().randrange(20000, 31000)
+    return [
+        "context operational_mode sequential",
+        f"context resolver_multicast_port {port}",
+        f"context transport_tcp_port_low {port + 1}",
+        f"context transport_tcp_port_high {port + 8}",
+    ]
+
+
+def _stream(count: int, size: int, topic_index: int) -> bytes:
+    """``count`` data messages (sqn = counter = 0..count-1) as a source would write them."""
+    out = bytearray()
+    buf = bytearray(CHUNK)
+    used = 0
+    payload = bytearray(size)
+    for i in range(count):
+        COUNTER.pack_into(payload, 0, i)
+        if used + 12 + size > BATCH and used:
+            out += buf[:used]
+            used = 0
+        used = encode_data_into(buf, used, topic_index, i, bytes(payload))
+    out += buf[:used]
+    return bytes(out)
+
+
+class ReceiveBench:
+    """A receiver joined to a socket we write into."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count = count
+        self.expected = 0
+        self.bad = 0
+        self.ctx = openum.Context(options=_options())
+        unpack = COUNTER.unpack_from
+        data_type = openum.MsgType.DATA
+
+        def on_message(msg: Any) -> None:
+            if msg.type is data_type:
+                c = unpack(msg.data, 0)[0]
+                if c != self.expected:
+                    self.bad += 1
+                self.expected = c + 1
+
+        self.rcv = self.ctx.create_receiver(TOPIC, on_message)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.session_id = 0x5EED
+        self.stream = _stream(count, size, 1)
+        self.conn: socket.socket | None = None
+
+    def _connect(self) -> None:
+        """A fresh connection (a new 'source') for each run, so the delivery controller starts clean."""
+        if self.conn is not None:
+            self.conn.close()
+            self.ctx.process_events(0)
+        port = self.listener.getsockname()[1]
+        self.session_id += 1
+        info = TopicInfo(TOPIC, 1, TcpTransport("127.0.0.1", port, self.session_id))
+        self.ctx.process_events(0)
+        self.rcv._source_found(info, f"TCP:127.0.0.1:{port}:{self.session_id:08x}[1]")
+        self.conn, _ = self.listener.accept()
+        self.conn.setblocking(False)
+        hello = b""
+        while len(hello) < 12:  # the receiver's session-id message
+            self.ctx.process_events(1)
+            try:
+                hello += self.conn.recv(64)
+            except BlockingIOError:
+                pass
+        self.conn.setblocking(True)
+        self.conn.sendall(session_id_message(self.session_id))
+
+    def run(self) -> float:
+        self._connect()
+        assert self.conn is not None
+        self.expected = 0
+        stream = memoryview(self.stream)
+        process = self.ctx.process_events
+        start = time.perf_counter()
+        for offset in range(0, len(stream), CHUNK):
+            chunk = stream[offset : offset + CHUNK]
+            self.conn.sendall(chunk)
+            # Process events until the receiver has read everything written so far.
+            while self.ctx._subscriptions.sessions and self._pending(offset + len(chunk)):
+                process(0)
+        seconds = time.perf_counter() - start
+        if self.expected != self.count or self.bad:
+            raise SystemExit(f"receive bench: got {self.expected}/{self.count}, {self.bad} out of order")
+        return self.count / seconds
+
+    def _pending(self, written: int) -> bool:
+        session = next(iter(self.ctx._subscriptions.sessions.values()))
+        return session.statistics().bytes_rcved < written + 12
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.rcv.close()
+        self.ctx.process_events(0)
+        self.ctx.close()
+        self.listener.close()
+
+
+class SendBench:
+    """A TCP source with one plain socket connected as its receiver."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count = count
+        self.size = size
+        self.ctx = openum.Context(options=_options())
+        self.src = self.ctx.create_source(TOPIC)
+        session = self.src.session
+        self.peer = socket.create_connection(("127.0.0.1", session.port))
+        self.peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.peer.setblocking(False)
+        while not session.clients:
+            self.ctx.process_events(1)
+
+    def _drain(self) -> None:
+        try:
+            while self.peer.recv(1 << 20):
+                pass
+        except BlockingIOError:
+            pass
+
+    def run(self) -> float:
+        payload = bytearray(self.size)
+        pack = COUNTER.pack_into
+        send = self.src.send
+        drain = self._drain
+        start = time.perf_counter()
+        for i in range(self.count):
+            pack(payload, 0, i)
+            send(payload)
+            if not i % 1000:
+                drain()
+        self.src.flush()
+        seconds = time.perf_counter() - start
+        drain()
+        return self.count / seconds
+
+    def close(self) -> None:
+        self.peer.close()
+        self.src.close()
+        self.ctx.close()
+
+
+def _measure(bench: Any, runs: int) -> list[float]:
+    bench.run()  # warm-up: caches, struct formats, first-message paths
+    return [bench.run() for _ in range(runs)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("which", nargs="?", choices=("receive", "send", "both"), default="both")
+    parser.add_argument("--count", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result: dict[str, Any] = {
+        "count": args.count,
+        "size": args.size,
+        "runs": args.runs,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+    }
+    kinds = ("receive", "send") if args.which == "both" else (args.which,)
+    for kind in kinds:
+        bench = ReceiveBench(args.count, args.size) if kind == "receive" else SendBench(args.count, args.size)
+        try:
+            rates = _measure(bench, args.runs)
+        finally:
+            bench.close()
+        result[kind] = {
+            "median_msgs_per_sec": round(statistics.median(rates)),
+            "all": [round(r) for r in rates],
+        }
+    if args.json:
+        print(json.dumps(result))
+        return
+    for kind in kinds:
+        r = result[kind]
+        runs = ", ".join(f"{x:,}" for x in r["all"])
+        print(f"{kind:8s} {r['median_msgs_per_sec']:>10,} msgs/s  (runs: {runs})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
