@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from openum._message import Message, MsgType
 from openum.config import Attributes
 from openum.protocol.resolution import ReceiverSpec, SourceKey, WildcardSpec, compile_pattern, source_key
-from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
+from openum.runtime import EventKind, EventQueue, callback_scope, callback_state, forbid_in_callback
 from openum.wire.lbmr import TopicInfo
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 
 _ids = itertools.count(1)
+_DATA = MsgType.DATA
+_state = callback_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,8 @@ class _Subscriber:
         self.event_queue = event_queue
         self.closed = False
         self.sources: dict[SourceKey, tuple[str, Any]] = {}  # key -> (source string, source clientd)
-        self._counts: dict[MsgType, int] = {}
+        self._counts: dict[MsgType, int] = {}  # events other than DATA, by type
+        self._msgs = 0  # DATA messages
         self._bytes = 0
         self._notify = attrs.get("source_notification_function")
         if event_queue is not None:
@@ -115,26 +118,43 @@ class _Subscriber:
         return True
 
     def _deliver(self, msg: Message, kind: EventKind) -> None:
-        """Hand one message to the callback: now (context thread) or through the event queue."""
+        """Hand one message to the callback: now (context thread) or through the event queue.
+
+        The hot path (once per delivered message): the direct call is inlined here rather than going
+        through :meth:`_run_callback`, and the callback scope is entered only when the thread is not in
+        one already (the event loop enters it around every socket and timer callback)."""
         if self.closed:
             return
-        counts = self._counts
-        counts[msg.type] = counts.get(msg.type, 0) + 1
-        if msg.type is MsgType.DATA:
+        if msg.type is _DATA:
+            self._msgs += 1
             self._bytes += len(msg._data)
-        if self.callback is None:
+        else:
+            counts = self._counts
+            counts[msg.type] = counts.get(msg.type, 0) + 1
+        callback = self.callback
+        if callback is None:
             return
         msg.receiver_clientd = self.clientd
         if self.event_queue is not None:
             msg.retain()  # the receive buffer is reused before the queue is dispatched
             self.event_queue.enqueue(kind, self._run_callback, msg)
-        else:
-            self._run_callback(msg)
+            return
+        try:
+            if _state.depth:
+                callback(msg)
+            else:
+                with callback_scope():
+                    callback(msg)
+        except Exception:
+            self.ctx.log.exception("receiver callback for %r raised", msg.topic)
+        finally:
+            if not msg.retained:
+                msg._valid = False  # Message._callback_done(), inlined
 
     def _statistics(self) -> ReceiverStatistics:
         c = self._counts
         return ReceiverStatistics(
-            msgs_rcved=c.get(MsgType.DATA, 0),
+            msgs_rcved=self._msgs,
             bytes_rcved=self._bytes,
             bos=c.get(MsgType.BOS, 0),
             eos=c.get(MsgType.EOS, 0),
@@ -145,6 +165,7 @@ class _Subscriber:
         )
 
     def _run_callback(self, msg: Message) -> None:
+        """Run the callback for a message from the event queue (on the dispatching thread)."""
         if self.closed or self.callback is None:
             return
         try:

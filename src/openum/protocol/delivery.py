@@ -33,15 +33,15 @@ Data structures (all per DC):
   (``ordered=-1``): partial messages by first sqn, fed in arrival order.
 * ``_fast``: the sqn the hot path accepts (``_next`` when the DC is clean: no gap, nothing held, no
   partial message, something already delivered), else -1.  An in-order unfragmented message then costs
-  two comparisons, five attribute writes and one :class:`Delivery` (built through its slot descriptors).
+  two comparisons, five attribute writes and one :class:`Delivery` (one tuple).
 """
 
 from __future__ import annotations
 
 import enum
 from collections import deque
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Final, NamedTuple
 
 __all__ = [
     "SQN_MASK",
@@ -69,10 +69,13 @@ class DeliveryKind(enum.Enum):
     UNRECOVERABLE_LOSS = "unrecoverable_loss"  # LBM_MSG_UNRECOVERABLE_LOSS: one per lost sqn (2.4.1)
     UNRECOVERABLE_LOSS_BURST = "unrecoverable_loss_burst"  # LBM_MSG_UNRECOVERABLE_LOSS_BURST (2.4.5)
 
+    # Members are singletons compared by identity, so the identity hash is the right one; Enum's own
+    # __hash__ is a Python function, and receivers look a kind up in a dict once per message.
+    __hash__ = object.__hash__
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One thing the receiver sees, in delivery order.
+
+class Delivery(NamedTuple):
+    """One thing the receiver sees, in delivery order (an immutable record).
 
     ``sqn``: the topic sequence number; for a reassembled message its **last** fragment's sqn (seed
     8.11.3), for a burst the last lost sqn, for BOS 0, for EOS the last sqn known (0 if none).
@@ -91,6 +94,10 @@ class Delivery:
     properties: object = None
     first_sqn: int | None = None
     fragment: Fragment | None = None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        # Immutable like the frozen dataclass it replaced (same exception type).
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,17 +164,9 @@ def _behind(sqn: int, ref: int) -> bool:
 _DATA: Final = DeliveryKind.DATA
 _LOSS: Final = DeliveryKind.UNRECOVERABLE_LOSS
 
-# The hot path builds its Delivery through the slot descriptors: a frozen dataclass's generated
-# __init__ goes through object.__setattr__ once per field, which costs about twice as much.
-_new = object.__new__
-_FIELDS = vars(Delivery)
-_set_kind = _FIELDS["kind"].__set__
-_set_sqn = _FIELDS["sqn"].__set__
-_set_payload = _FIELDS["payload"].__set__
-_set_flags = _FIELDS["flags"].__set__
-_set_properties = _FIELDS["properties"].__set__
-_set_first_sqn = _FIELDS["first_sqn"].__set__
-_set_fragment = _FIELDS["fragment"].__set__
+# A NamedTuple is built by one C call (the tuple) where a frozen slotted dataclass costs a Python
+# __init__ and one descriptor call per field: the hot path builds one Delivery per message.
+_new_tuple = tuple.__new__
 
 
 def _delivery(
@@ -179,16 +178,8 @@ def _delivery(
     first_sqn: int | None,
     fragment: Fragment | None,
 ) -> Delivery:
-    """``Delivery(kind, sqn, ...)``, built the fast way (equal to the normal constructor's result)."""
-    d: Delivery = _new(Delivery)
-    _set_kind(d, kind)
-    _set_sqn(d, sqn)
-    _set_payload(d, payload)
-    _set_flags(d, flags)
-    _set_properties(d, properties)
-    _set_first_sqn(d, first_sqn)
-    _set_fragment(d, fragment)
-    return d
+    """``Delivery(kind, sqn, ...)`` without the keyword-argument handling of the constructor."""
+    return _new_tuple(Delivery, (kind, sqn, payload, flags, properties, first_sqn, fragment))
 
 
 class DeliveryController:
@@ -341,15 +332,7 @@ class DeliveryController:
             self._fast = self._next = self._top = nxt
             self._delivered += 1
             self._bytes += len(payload)
-            d: Delivery = _new(Delivery)
-            _set_kind(d, _DATA)
-            _set_sqn(d, sqn)
-            _set_payload(d, payload)
-            _set_flags(d, flags)
-            _set_properties(d, properties)
-            _set_first_sqn(d, None)
-            _set_fragment(d, None)
-            return [d]
+            return [_new_tuple(Delivery, (_DATA, sqn, payload, flags, properties, None, None))]
         return self._on_message_slow(sqn, payload, now_ns, fragment, flags, properties)
 
     def on_tsni(self, sqn: int, now_ns: int) -> list[Delivery]:

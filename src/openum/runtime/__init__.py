@@ -3,7 +3,7 @@
 from openum.runtime._clock import NS_PER_MS, Clock, ManualClock, MonotonicClock
 from openum.runtime._event_queue import EventKind, EventQueue, EventQueueStatistics, QueueMonitorEvent
 from openum.runtime._loop import EventLoop, FdEvent
-from openum.runtime._threads import callback_scope, forbid_in_callback, in_context_callback
+from openum.runtime._threads import callback_scope, callback_state, forbid_in_callback, in_context_callback
 from openum.runtime._timers import Timer, TimerHeap
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Timer",
     "TimerHeap",
     "callback_scope",
+    "callback_state",
     "forbid_in_callback",
     "in_context_callback",
 ]

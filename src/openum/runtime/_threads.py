@@ -11,13 +11,19 @@ import threading
 
 from openum._errors import InvalidStateError
 
-__all__ = ["callback_scope", "forbid_in_callback", "in_context_callback"]
+__all__ = ["callback_scope", "callback_state", "forbid_in_callback", "in_context_callback"]
+
 
 class _State(threading.local):
     depth = 0
 
 
 _local = _State()
+
+#: This thread's callback state: ``callback_state.depth > 0`` while it runs a context callback.  Hot
+#: paths (one check per delivered message) read it directly instead of calling
+#: :func:`in_context_callback` or entering a nested :func:`callback_scope`.
+callback_state = _local
 
 
 def in_context_callback() -> bool:
@@ -26,8 +32,8 @@ def in_context_callback() -> bool:
 
 
 class _CallbackScope:
-    """``with callback_scope():`` marks the thread as running a context callback (cheap: it is entered
-    once per delivered message)."""
+    """``with callback_scope():`` marks the thread as running a context callback (the event loop enters it
+    around every callback it runs; nested scopes are allowed)."""
 
     __slots__ = ()
 

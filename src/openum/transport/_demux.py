@@ -9,11 +9,14 @@ building records; fragments, properties, retransmissions and control messages ta
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from openum.wire import WireError
 from openum.wire.lbmc import (
+    CONTROL_HEADER_LEN,
+    DATA_HEADER_LEN,
     AppHeaderChain,
     FragmentHeader,
     MessageType,
@@ -24,9 +27,32 @@ from openum.wire.lbmc import (
     decode_properties,
 )
 
-__all__ = ["FLAG_RETRANSMIT", "LbmcDemux", "TopicHandler", "split_properties"]
+__all__ = ["FLAG_RETRANSMIT", "LbmcDemux", "TopicHandler", "split_properties", "stream_frame_error"]
 
 FLAG_RETRANSMIT = 0x8  # LBM_MSG_FLAG_RETRANSMIT
+
+# The plain data header (wire lbmc §2.1): ver/type, next header, msglen, topic index, sqn.
+_unpack_data: Final = struct.Struct(">BBHII").unpack_from
+_unpack_head: Final = struct.Struct(">BxH").unpack_from  # ver/type, msglen: every message starts so
+_DATA_TYPES: Final = frozenset({0x0, 0x2, 0xA})  # DATA, RETRANSMISSION, ... (wire lbtrm-lbtru-lbttcp §6.2)
+_CONTROL_TYPES: Final = frozenset({0x1, 0x8})
+
+
+def stream_frame_error(ver_type: int, msglen: int) -> str | None:
+    """The LBT-TCP per-message header test (wire lbtrm-lbtru-lbttcp §6.2, as
+    :class:`~openum.wire.lbttcp.StreamDecoder` applies it): what is wrong, or None."""
+    mtype = ver_type & 0x0F
+    if ver_type >> 4:
+        return f"LBMC version {ver_type >> 4} in the TCP stream"
+    if mtype in _DATA_TYPES:
+        minimum = DATA_HEADER_LEN
+    elif mtype in _CONTROL_TYPES:
+        minimum = CONTROL_HEADER_LEN
+    else:
+        return f"invalid LBMC type {mtype:#x} in the TCP stream"
+    if msglen < minimum:
+        return f"impossible LBMC msglen {msglen} in the TCP stream"
+    return None
 
 
 class TopicHandler(Protocol):
@@ -87,6 +113,58 @@ class LbmcDemux:
                         if handler is not None:
                             handler.on_tsni(sqn, now_ns)
         return True
+
+    def dispatch_stream(self, view: memoryview, now_ns: int) -> int:
+        """Deliver the whole messages at the start of ``view``, a piece of an LBT-TCP stream.
+
+        LBT-TCP (wire lbtrm-lbtru-lbttcp §5.1) is LBMC messages back to back, framed by their own
+        ``msglen``; a read may end inside one.  Returns the offset where the incomplete message at the
+        end starts (``len(view)`` when there is none), or -1 when a message is malformed (counted in
+        ``msgs_malformed``; a TCP stream cannot be resynchronised, so the caller drops the connection).
+
+        The hot path, for one read of many plain data messages: one header unpack, one payload slice
+        and one handler call per message, with no intermediate list of per-message views.
+        """
+        topics = self.topics
+        get = topics.get
+        end = len(view)
+        offset = 0
+        received = 0
+        no_topic = 0
+        try:
+            while True:
+                remaining = end - offset
+                if remaining >= DATA_HEADER_LEN:
+                    ver_type, first, msglen, tidx, sqn = _unpack_data(view, offset)
+                    if not (ver_type or first) and msglen >= DATA_HEADER_LEN:
+                        if msglen > remaining:
+                            return offset
+                        received += 1
+                        handler = get(tidx)
+                        nxt = offset + msglen
+                        if handler is None:
+                            no_topic += 1
+                        else:
+                            handler.on_data(sqn, view[offset + DATA_HEADER_LEN : nxt], now_ns, None, 0, None)
+                        offset = nxt
+                        continue
+                elif remaining >= CONTROL_HEADER_LEN:
+                    ver_type, msglen = _unpack_head(view, offset)
+                else:
+                    return offset
+                # Anything else: check the frame, then the record path (one message at a time).
+                if stream_frame_error(ver_type, msglen) is not None:
+                    self.msgs_malformed += 1
+                    return -1
+                if msglen > remaining:
+                    return offset
+                nxt = offset + msglen
+                if not self.dispatch(view[offset:nxt], now_ns):
+                    return -1
+                offset = nxt
+        finally:
+            self.lbm_msgs_rcved += received
+            self.lbm_msgs_no_topic_rcved += no_topic
 
     def _data(self, msg: Any, now_ns: int, flags: int) -> None:
         self.lbm_msgs_rcved += 1

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import errno
 import socket
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from openum.runtime import NS_PER_MS, EventLoop, FdEvent
-from openum.transport._demux import LbmcDemux, TopicHandler, split_properties
-from openum.wire import WireError
-from openum.wire.lbttcp import StreamDecoder, session_id_message
+from openum.transport._demux import LbmcDemux, TopicHandler, split_properties, stream_frame_error
+from openum.wire.lbmc import CONTROL_HEADER_LEN
+from openum.wire.lbttcp import session_id_message
 
 __all__ = ["TcpReceiverSession", "TcpReceiverStatistics", "TopicHandler", "split_properties"]
 
 RECV_BUFFER = 256 * 1024
+_HEAD = struct.Struct(">BxH")  # ver/type, msglen: the start of every LBMC message
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +76,7 @@ class TcpReceiverSession:
         self.active = False
         self.closed = False
         self._connected = False
-        self._decoder = StreamDecoder()
+        self._pending: bytearray | None = None  # the start of a message a read ended inside
         self._buf = bytearray(RECV_BUFFER)
         self._view = memoryview(self._buf)
         self._bytes_rcved = 0
@@ -122,6 +124,8 @@ class TcpReceiverSession:
             self._readable()
 
     def _readable(self) -> None:
+        """Read what the socket has (one ``recv_into`` of up to 256 KiB) and deliver every whole
+        message in it; an incomplete message at the end is kept for the next read."""
         now = self.loop.clock.now_ns()
         try:
             count = self.sock.recv_into(self._buf)
@@ -135,20 +139,53 @@ class TcpReceiverSession:
             return
         self._last_activity = now
         self._bytes_rcved += count
-        try:
-            messages = self._decoder.feed(self._view[:count])
-        except WireError as exc:
-            self.demux.msgs_malformed += 1
-            self.close(f"the stream is corrupt ({exc})")
-            return
         if not self.active:
             self.active = True
             self.on_active()  # the first bytes from the source: the session is active (BOS)
-        dispatch = self.demux.dispatch
-        for view in messages:
-            if not dispatch(view, now):
-                self.close("the source sent a malformed message")
-                return
+        view = self._view[:count]
+        pos = 0
+        if self._pending is not None:
+            pos = self._complete_pending(view, now)
+            if pos < 0 or self._pending is not None:
+                return  # closed, or the read ended inside the message again
+        if pos:
+            view = view[pos:]
+        used = self.demux.dispatch_stream(view, now)
+        if used < 0:
+            self.close("the source sent a malformed message")
+        elif used < len(view):
+            self._pending = bytearray(view[used:])  # a copy: the receive buffer is reused
+
+    def _complete_pending(self, view: memoryview, now: int) -> int:
+        """Complete the message a previous read ended inside, from ``view``; deliver it once whole.
+
+        Returns how many bytes of ``view`` it took, or -1 when the stream is corrupt (then closed).
+        The completed message gets a buffer of its own that is never resized afterwards, so payload
+        views of it stay valid for their callbacks."""
+        pending = self._pending
+        assert pending is not None
+        took: int = 0
+        if len(pending) < CONTROL_HEADER_LEN:
+            took = min(CONTROL_HEADER_LEN - len(pending), len(view))
+            pending += view[:took]
+            if len(pending) < CONTROL_HEADER_LEN:
+                return took
+        ver_type, msglen = _HEAD.unpack_from(pending, 0)
+        problem = stream_frame_error(ver_type, msglen)
+        if problem is not None:
+            self.demux.msgs_malformed += 1
+            self.close(f"the stream is corrupt ({problem})")
+            return -1
+        more: int = min(msglen - len(pending), len(view) - took)
+        pending += view[took : took + more]
+        took += more
+        if len(pending) < msglen:
+            return took
+        self._pending = None
+        if self.demux.dispatch_stream(memoryview(pending), now) != msglen:
+            self.close("the source sent a malformed message")
+            return -1
+        return took
 
     def _check_activity(self, _clientd: Any) -> None:
         self._activity_timer = None

@@ -1,0 +1,192 @@
+"""The TCP receive hot path (issue 7's profiling pass) delivers exactly what the reference path delivers.
+
+``TcpReceiverSession._readable`` hands each read straight to ``LbmcDemux.dispatch_stream`` and keeps an
+incomplete trailing message for the next read.  The reference is the straightforward path it replaced:
+``StreamDecoder.feed`` (one view per message) and ``LbmcDemux.dispatch`` per message.  Both must give the
+topic handlers the same calls, in the same order, for any stream and any way the reads cut it, and both
+must reject a corrupt stream.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openum.runtime import EventLoop, MonotonicClock
+from openum.transport._demux import LbmcDemux
+from openum.transport.tcp_receiver import TcpReceiverSession
+from openum.wire import WireError
+from openum.wire.lbmc import (
+    FragmentHeader,
+    LbmcMessage,
+    MessageType,
+    TsniHeader,
+    control_message,
+    encode_data,
+    encode_message,
+)
+from openum.wire.lbttcp import StreamDecoder, session_id_message
+
+
+class Recorder:
+    """A topic handler that copies what it is given (payloads are only valid during the call)."""
+
+    def __init__(self, name: int, calls: list[tuple[Any, ...]]) -> None:
+        self.name = name
+        self.calls = calls
+
+    def on_data(
+        self,
+        sqn: int,
+        payload: memoryview | bytes,
+        now_ns: int,
+        fragment: tuple[int, int, int] | None,
+        flags: int,
+        properties: Any,
+    ) -> None:
+        self.calls.append(("data", self.name, sqn, bytes(payload), fragment, flags, properties))
+
+    def on_tsni(self, sqn: int, now_ns: int) -> None:
+        self.calls.append(("tsni", self.name, sqn))
+
+
+SUBSCRIBED = (1, 2)  # topic indices with a handler; others are counted as "no topic"
+
+plain = st.builds(
+    encode_data,
+    st.integers(1, 4),
+    st.integers(0, 2**32 - 1),
+    st.binary(max_size=300),
+)
+fragment = st.builds(
+    lambda tidx, sqn, payload: encode_message(
+        LbmcMessage(MessageType.DATA, tidx, sqn, (FragmentHeader(sqn, 0, len(payload) + 5),), payload)
+    ),
+    st.integers(1, 4),
+    st.integers(0, 2**31),
+    st.binary(max_size=100),
+)
+tsni = st.builds(
+    lambda records: encode_message(control_message(TsniHeader(tuple(records)))),
+    st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2**32 - 1)), min_size=1, max_size=4),
+)
+session_id = st.builds(session_id_message, st.integers(0, 2**32 - 1))
+streams = st.lists(st.one_of(plain, plain, plain, fragment, tsni, session_id), max_size=40)
+
+
+def reference(stream: bytes) -> tuple[list[tuple[Any, ...]], tuple[int, int, int]]:
+    calls: list[tuple[Any, ...]] = []
+    demux = LbmcDemux()
+    for tidx in SUBSCRIBED:
+        demux.topics[tidx] = Recorder(tidx, calls)
+    for view in StreamDecoder().feed(stream):
+        assert demux.dispatch(view, 7)
+    return calls, (demux.lbm_msgs_rcved, demux.lbm_msgs_no_topic_rcved, demux.tsnis_rcved)
+
+
+class FakeSocket:
+    """Stands in for the connected socket: ``recv_into`` returns the reads a test chose."""
+
+    def __init__(self, real: socket.socket, reads: list[bytes]) -> None:
+        self.real = real
+        self.reads = reads
+
+    def recv_into(self, buf: bytearray) -> int:
+        data = self.reads.pop(0)
+        buf[: len(data)] = data
+        return len(data)
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def close(self) -> None:
+        self.real.close()
+
+
+@pytest.fixture(scope="module")
+def listener() -> Any:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server
+
+
+def read_through_session(listener: socket.socket, reads: list[bytes]) -> tuple[list[Any], Any, list[str]]:
+    """Feed ``reads`` to a real TcpReceiverSession's read path; return the handler calls, the statistics
+    and why the session ended (empty: it did not)."""
+    loop = EventLoop(MonotonicClock(), logging.getLogger("test"), "hotpath")
+    ended: list[str] = []
+    session = TcpReceiverSession(
+        loop,
+        "127.0.0.1",
+        listener.getsockname()[1],
+        None,
+        logging.getLogger("test"),
+        lambda: None,
+        ended.append,
+    )
+    conn, _ = listener.accept()
+    calls: list[tuple[Any, ...]] = []
+    for tidx in SUBSCRIBED:
+        session.topics[tidx] = Recorder(tidx, calls)
+    session.sock = FakeSocket(session.sock, list(reads))  # type: ignore[assignment]
+    session._connected = True
+    for _ in reads:
+        if session.closed:
+            break
+        session._readable()
+    stats = session.statistics()
+    ended_by_reads = list(ended)
+    session.close()
+    conn.close()
+    loop.close()
+    return calls, stats, ended_by_reads
+
+
+def cut(stream: bytes, points: list[int]) -> list[bytes]:
+    edges = sorted({0, len(stream), *(p % (len(stream) + 1) for p in points)})
+    return [stream[a:b] for a, b in itertools.pairwise(edges) if b > a]
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=streams, points=st.lists(st.integers(0, 20000), max_size=12))
+def test_any_chunking_delivers_what_the_reference_path_delivers(
+    listener: socket.socket, messages: list[bytes], points: list[int]
+) -> None:
+    stream = b"".join(messages)
+    expected, (rcved, no_topic, tsnis) = reference(stream)
+    reads = cut(stream, points)
+    calls, stats, ended = read_through_session(listener, reads)
+    assert calls == expected
+    assert (stats.lbm_msgs_rcved, stats.lbm_msgs_no_topic_rcved, stats.tsnis_rcved) == (
+        rcved,
+        no_topic,
+        tsnis,
+    )
+    assert stats.msgs_malformed == 0
+    assert stats.bytes_rcved == len(stream)
+    assert ended == []
+
+
+@pytest.mark.parametrize("split", [0, 1, 2, 3, 5, 11])
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\x30\x00\x00\x10" + bytes(12), b"\x05\x00\x00\x10" + bytes(12), b"\x00\x00\x00\x03" + bytes(12)],
+    ids=["version-3", "type-5", "msglen-3"],
+)
+def test_a_corrupt_stream_is_dropped_like_the_decoder_rejects_it(
+    listener: socket.socket, garbage: bytes, split: int
+) -> None:
+    good = encode_data(1, 0, b"first")
+    stream = good + garbage
+    with pytest.raises(WireError):
+        StreamDecoder().feed(stream)
+    at = len(good) + split
+    calls, stats, ended = read_through_session(listener, [stream[:at], stream[at:]] if split else [stream])
+    assert calls == [("data", 1, 0, b"first", None, 0, None)]
+    assert stats.msgs_malformed == 1
+    assert len(ended) == 1
