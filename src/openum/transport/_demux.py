@@ -5,6 +5,8 @@ A transport session carries the messages of many topics; a receiving context sub
 batch), hands each data message to the handler registered for its topic index (topics nobody subscribes
 to are counted and dropped), and TSNI records likewise.  Plain data messages take a fast path without
 building records; fragments, properties, retransmissions and control messages take the record path.
+:meth:`LbmcDemux.dispatch_stream` does the same for a piece of a TCP stream, whose last message may be
+incomplete.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from openum.wire.lbmc import (
     MessageType,
     PropertiesLengthElement,
     TsniHeader,
-    decode_data_fast,
     decode_message_at,
     decode_properties,
 )
@@ -87,16 +88,20 @@ class LbmcDemux:
         offset = 0
         end = len(view)
         while offset < end:
-            fast = decode_data_fast(view, offset)
-            if fast is not None:
-                self.lbm_msgs_rcved += 1
-                handler = topics.get(fast[0])
-                if handler is None:
-                    self.lbm_msgs_no_topic_rcved += 1
-                else:
-                    handler.on_data(fast[1], fast[2], now_ns, None, flags, None)
-                offset = fast[3]
-                continue
+            # Plain data messages (wire lbmc §2.1, no extension headers) inline, as decode_data_fast
+            # would decode them: no function call or result tuple per message.
+            if end - offset >= DATA_HEADER_LEN:
+                ver_type, first, msglen, tidx, sqn = _unpack_data(view, offset)
+                nxt = offset + msglen
+                if not (ver_type or first) and msglen >= DATA_HEADER_LEN and nxt <= end:
+                    self.lbm_msgs_rcved += 1
+                    handler = topics.get(tidx)
+                    if handler is None:
+                        self.lbm_msgs_no_topic_rcved += 1
+                    else:
+                        handler.on_data(sqn, view[offset + DATA_HEADER_LEN : nxt], now_ns, None, flags, None)
+                    offset = nxt
+                    continue
             try:
                 msg, offset = decode_message_at(view, offset)
             except WireError:
