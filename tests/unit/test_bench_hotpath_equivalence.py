@@ -4,7 +4,8 @@
 incomplete trailing message for the next read.  The reference is the straightforward path it replaced:
 ``StreamDecoder.feed`` (one view per message) and ``LbmcDemux.dispatch`` per message.  Both must give the
 topic handlers the same calls, in the same order, for any stream and any way the reads cut it, and both
-must reject a corrupt stream.
+must reject a corrupt stream.  ``LbmcDemux.dispatch`` (UDP datagrams) decodes plain data messages inline;
+a datagram of many messages must be dispatched as each message alone would be.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from openum.wire.lbmc import (
     MessageType,
     TsniHeader,
     control_message,
+    decode_data_fast,
     encode_data,
     encode_message,
 )
@@ -190,3 +192,36 @@ def test_a_corrupt_stream_is_dropped_like_the_decoder_rejects_it(
     assert calls == [("data", 1, 0, b"first", None, 0, None)]
     assert stats.msgs_malformed == 1
     assert len(ended) == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=streams, flags=st.sampled_from([0, 0x8]))
+def test_a_datagram_of_many_messages_is_dispatched_like_each_message_alone(
+    messages: list[bytes], flags: int
+) -> None:
+    """``dispatch`` (UDP datagrams) takes plain data messages inline; the record path is the reference."""
+    whole: list[tuple[Any, ...]] = []
+    alone: list[tuple[Any, ...]] = []
+    demux_whole, demux_alone = LbmcDemux(), LbmcDemux()
+    for tidx in SUBSCRIBED:
+        demux_whole.topics[tidx] = Recorder(tidx, whole)
+        demux_alone.topics[tidx] = Recorder(tidx, alone)
+    assert demux_whole.dispatch(memoryview(b"".join(messages)), 7, flags)
+    for message in messages:
+        assert demux_alone.dispatch(memoryview(message), 7, flags)
+        fast = decode_data_fast(memoryview(message))
+        if fast is not None and fast[0] in SUBSCRIBED:
+            assert alone[-1] == ("data", fast[0], fast[1], bytes(fast[2]), None, flags, None)
+    assert whole == alone
+    assert demux_whole.lbm_msgs_rcved == demux_alone.lbm_msgs_rcved
+    assert demux_whole.lbm_msgs_no_topic_rcved == demux_alone.lbm_msgs_no_topic_rcved
+
+
+def test_a_truncated_datagram_is_malformed() -> None:
+    demux = LbmcDemux()
+    calls: list[tuple[Any, ...]] = []
+    demux.topics[1] = Recorder(1, calls)
+    datagram = encode_data(1, 5, b"whole") + encode_data(1, 6, b"cut short")[:-3]
+    assert not demux.dispatch(memoryview(datagram), 7)
+    assert calls == [("data", 1, 5, b"whole", None, 0, None)]
+    assert demux.msgs_malformed == 1
