@@ -32,8 +32,12 @@ $(STAMP_ALL): pyproject.toml | $(VENV)/bin/python
 system-deps:
 	@./scripts/system-deps.sh
 
+# The Spark demo (openum demo --spark): publisher -> Spark analytics pipeline -> analytics subscriber.
+# PySpark comes with openum[spark]; without PySpark or Java the demo says why and runs without Spark.
 run: $(STAMP_CORE)
-	$(VENV)/bin/openum demo
+	@$(PY) -c 'import pyspark' 2>/dev/null || $(PY) -m pip install -q -e '.[spark]' || \
+		echo "make run: could not install openum[spark] (PySpark); the demo will run without Spark" >&2
+	$(VENV)/bin/openum demo --spark
 
 lint: $(STAMP_ALL)
 	$(VENV)/bin/ruff check src tests bench

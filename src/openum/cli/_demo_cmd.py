@@ -2,8 +2,10 @@
 
 ``openum demo`` starts two child processes of itself, ``openum demo publisher`` and ``openum demo
 subscriber`` (hidden roles), handing them its ``-c``/``--option``/``--application`` arguments, and relays
-their output (:mod:`openum.demo`).  Exit status: 0 when the subscriber saw ticks on every topic with no
-gap, 1 when the run failed (the reasons are printed), 2 on bad usage or configuration, 130 on Ctrl-C.
+their output (:mod:`openum.demo`).  ``openum demo --spark`` (what ``make run`` runs) puts the Spark
+market-data pipeline between the publisher and an analytics subscriber (``openum demo analytics``), or
+says why it cannot and runs the plain demo.  Exit status: 0 when the run's checks passed, 1 when the run
+failed (the reasons are printed), 2 on bad usage or configuration, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ from typing import Any
 
 __all__ = ["register"]
 
-ROLES = ("run", "publisher", "subscriber")
+ROLES = ("run", "publisher", "subscriber", "analytics")
+#: (duration s, rate ticks/s) when not given: the plain demo, and the Spark demo (Spark start-up takes
+#: part of the time budget of ``make run``, and a laptop's Spark keeps up with a few thousand ticks/s).
+PLAIN_DEFAULTS = (20.0, 20000.0)
+SPARK_DEFAULTS = (20.0, 3000.0)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -30,16 +36,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duration",
         type=_positive_float,
-        default=20.0,
+        default=None,
         metavar="SECONDS",
-        help="how long to send (default 20)",
+        help=f"how long to send (default {PLAIN_DEFAULTS[0]:g}; with --spark {SPARK_DEFAULTS[0]:g})",
     )
     parser.add_argument(
         "--rate",
         type=_positive_float,
-        default=20000.0,
+        default=None,
         metavar="MSGS_PER_SEC",
-        help="ticks per second over all topics (default 20000)",
+        help=f"ticks per second over all topics (default {PLAIN_DEFAULTS[1]:.0f}; with --spark "
+        f"{SPARK_DEFAULTS[1]:.0f})",
     )
     parser.add_argument(
         "--venues",
@@ -66,6 +73,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="how long the publisher waits for the subscriber to join every topic (default 10)",
     )
     parser.add_argument("--json", action="store_true", help="print the final summary as one JSON object")
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="put the Spark market-data pipeline (OHLC, VWAP, rates per symbol) between the publisher and an "
+        "analytics subscriber; without PySpark or Java, say why and run the plain demo (docs/spark.md)",
+    )
     parser.add_argument("--control-stdin", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--max-seconds", type=_positive_float, default=None, help=argparse.SUPPRESS)
     parser.set_defaults(handler=cmd_demo)
@@ -76,14 +89,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from openum.demo import Settings, run_demo, run_publisher, run_subscriber
 
     config = build_config(args)  # a bad file or option is exit 2 before anything starts
+    spark = args.spark and args.role == "run"
+    defaults = SPARK_DEFAULTS if spark else PLAIN_DEFAULTS
     settings = Settings(
         venues=tuple(args.venues),
         symbols=args.symbols,
-        rate=args.rate,
-        duration=args.duration,
+        rate=args.rate if args.rate is not None else defaults[1],
+        duration=args.duration if args.duration is not None else defaults[0],
         seed=args.seed,
         join_timeout=args.join_timeout,
     )
+    if args.role == "analytics":
+        from openum.demo import run_analytics_subscriber
+
+        return run_analytics_subscriber(
+            config, control_stdin=args.control_stdin, max_seconds=args.max_seconds
+        )
+    if spark:
+        from openum.demo import run_spark_demo
+
+        fallback = Settings(
+            venues=settings.venues,
+            symbols=settings.symbols,
+            rate=args.rate if args.rate is not None else PLAIN_DEFAULTS[1],
+            duration=args.duration if args.duration is not None else PLAIN_DEFAULTS[0],
+            seed=settings.seed,
+            join_timeout=settings.join_timeout,
+        )
+        return run_spark_demo(settings, config_arguments(args), as_json=args.json, fallback=fallback)
     if args.role == "publisher":
         return run_publisher(config, settings, control_stdin=args.control_stdin)
     if args.role == "subscriber":
