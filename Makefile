@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .PHONY: run test lint typecheck unit system-deps docs clean help
 
 help:
-	@echo "make run    - the main demo: simulated market data, publisher -> wildcard subscriber (about 20 s)"
+	@echo "make run    - the main demo: simulated market data -> Spark analytics pipeline -> subscriber (about 70 s)"
 	@echo "make test   - lint, type-check and run every test (installs what is missing)"
 	@echo "make lint   - ruff and mypy only"
 	@echo "make docs   - regenerate docs/configuration.md from the option registry"
@@ -35,6 +35,7 @@ system-deps:
 # The Spark demo (openum demo --spark): publisher -> Spark analytics pipeline -> analytics subscriber.
 # PySpark comes with openum[spark]; without PySpark or Java the demo says why and runs without Spark.
 run: $(STAMP_CORE)
+	@./scripts/system-deps.sh java || echo "make run: without Java 17 the demo runs without Spark" >&2
 	@$(PY) -c 'import pyspark' 2>/dev/null || $(PY) -m pip install -q -e '.[spark]' || \
 		echo "make run: could not install openum[spark] (PySpark); the demo will run without Spark" >&2
 	$(VENV)/bin/openum demo --spark

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the system programs the test suite uses are present:
 #   java 17+ (Spark), tshark (wire conformance), iptables and ip (fault tests in network namespaces).
+# With the argument 'java' it sees to Java alone (make run).
 # As root on Debian/Ubuntu it installs what is missing with apt-get; otherwise it prints exactly what
 # to install and exits 1 when something required is missing.
 set -u
@@ -18,9 +19,11 @@ java_ok() {
 }
 
 java_ok || missing_pkgs+=("openjdk-17-jre-headless")
-need tshark tshark
-need iptables iptables
-need ip iproute2
+if [ "${1:-all}" != "java" ]; then  # 'system-deps.sh java': only what make run needs (Spark)
+  need tshark tshark
+  need iptables iptables
+  need ip iproute2
+fi
 
 if [ ${#missing_pkgs[@]} -eq 0 ]; then
   exit 0
@@ -41,5 +44,5 @@ fi
 
 echo "system-deps: missing system packages: ${missing_pkgs[*]}" >&2
 echo "system-deps: install them with:  sudo apt-get install -y ${missing_pkgs[*]}" >&2
-echo "system-deps: (or run 'make test' as root on Debian, which installs them)" >&2
+echo "system-deps: (or run 'make test' or 'make run' as root on Debian, which installs them)" >&2
 exit 1

@@ -93,6 +93,23 @@ def test_demo_runs_publisher_and_wildcard_subscriber_with_zero_gaps() -> None:
     assert re.search(r"\[sub\] +\d+\.\ds +[\d,]+ msgs/s  topics \d+/15  gaps 0", result.stderr), output
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["lbtrm", "lbtru"])
+def test_demo_over_the_reliable_udp_transports(transport: str) -> None:
+    from tests.integration.pubsub import Ports
+
+    ports = Ports.allocate()
+    argv = ["--duration", "3", "--rate", "2000", "--symbols", "4", "--seed", "5", "--json"]
+    result = run_demo(*argv, "--transport", transport, *ports.argv())
+    output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 0, output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["ok"] is True and summary["gaps"] == 0, output
+    assert summary["topics"] == 12 and summary["messages"] == summary["sent"] > 0, output
+    kind = {"lbtrm": "LBT-RM", "lbtru": "LBT-RU"}[transport]
+    assert re.search(rf"\[pub\] 12 sources .* on \d+ {kind} transport sessions", result.stderr), output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -100,6 +117,7 @@ def test_demo_runs_publisher_and_wildcard_subscriber_with_zero_gaps() -> None:
         (["--venues", "NYSE,NYSE"], "venues repeat"),
         (["--rate", "-5"], "--rate: must be a positive number"),
         (["--option", "context no_such_option 1"], "no_such_option"),
+        (["--transport", "carrier-pigeon"], "invalid choice: 'carrier-pigeon'"),
     ],
 )
 def test_demo_bad_usage_exits_2_before_starting_anything(args: list[str], message: str) -> None:

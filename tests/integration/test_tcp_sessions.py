@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 
 import pytest
 
@@ -36,6 +37,24 @@ def test_pool_example_of_seed_2_9_2_explicit_ports_join_the_pool() -> None:
         used = [s.session.port for s in later]
         assert set(used) == {*range(low, low + 5), low + 20, low + 99}  # explicit sessions joined the pool
         assert all(used.count(p) == 2 for p in set(used))  # round-robin over all 7
+
+
+def test_a_range_smaller_than_maximum_ports_is_shared_round_robin(caplog: pytest.LogCaptureFixture) -> None:
+    ports = Ports.allocate(3)
+    opts = [*ports.options(), "context transport_tcp_maximum_ports 10"]
+    with openum.Context(options=opts) as ctx:
+        used = [ctx.create_source(f"small/{i}").session.port for i in range(7)]
+    low = ports.tcp_low
+    assert used == [low, low + 1, low + 2, low, low + 1, low + 2, low]
+    # A port of the range held by another program: the sources share the sessions that could open.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", low + 2))
+        holder.listen()
+        with caplog.at_level(logging.WARNING, logger="openum"), openum.Context(options=opts) as ctx:
+            used = [ctx.create_source(f"held/{i}").session.port for i in range(5)]
+        assert set(used) == {low, low + 1}
+        assert "sources share the 2 session(s) already open" in caplog.text
+        assert f"no free port in {low + 2}-{low + 2}" in caplog.text
 
 
 def test_sources_on_one_session_share_it_and_the_first_sources_options_win(

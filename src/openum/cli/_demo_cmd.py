@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from openum._source import AVAILABLE_TRANSPORTS
+
 __all__ = ["register"]
 
 ROLES = ("run", "publisher", "subscriber", "analytics")
@@ -72,6 +74,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long the publisher waits for the subscriber to join every topic (default 10)",
     )
+    parser.add_argument(
+        "--transport",
+        choices=AVAILABLE_TRANSPORTS,
+        default=None,
+        help="the publisher's transport (default: the configuration's 'source transport', tcp)",
+    )
     parser.add_argument("--json", action="store_true", help="print the final summary as one JSON object")
     parser.add_argument(
         "--spark",
@@ -98,6 +106,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         duration=args.duration if args.duration is not None else defaults[0],
         seed=args.seed,
         join_timeout=args.join_timeout,
+        transport=args.transport,
     )
     if args.role == "analytics":
         from openum.demo import run_analytics_subscriber
@@ -115,6 +124,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             duration=args.duration if args.duration is not None else PLAIN_DEFAULTS[0],
             seed=settings.seed,
             join_timeout=settings.join_timeout,
+            transport=settings.transport,
         )
         return run_spark_demo(settings, config_arguments(args), as_json=args.json, fallback=fallback)
     if args.role == "publisher":

@@ -36,6 +36,8 @@ class Settings:
     duration: float
     seed: int | None
     join_timeout: float
+    #: The publisher's transport (``tcp``, ``lbtru``, ``lbtrm``); None: the configuration's.
+    transport: str | None = None
 
 
 def say(text: str = "") -> None:

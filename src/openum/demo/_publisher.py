@@ -1,6 +1,7 @@
 """The demo publisher: one source per ``md/<venue>/<symbol>`` topic, simulated ticks at a steady rate.
 
-1. Create every source (the context spreads them over its TCP transport sessions).
+1. Create every source (the context spreads them over its transport sessions: TCP by default, or
+   ``--transport lbtru|lbtrm``).
 2. Wait until the subscriber joined: a CONNECT source event on every transport session (a session's
    CONNECT reaches the sources it has when the receiver connects) and, when started by the demo,
    ``go`` from the parent (sent once the subscriber has begun every topic).  Timeout:
@@ -34,6 +35,10 @@ def _session_of(source: openum.Source) -> str:
     return source.source_string.rsplit("[", 1)[0]
 
 
+#: How the publisher names each transport's sessions.
+TRANSPORT_NAMES = {"tcp": "TCP", "lbtru": "LBT-RU", "lbtrm": "LBT-RM"}
+
+
 def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: bool = False) -> int:
     control = Control(from_stdin=control_stdin)
     sim = MarketSimulator(settings.venues, settings.symbols, settings.seed)
@@ -50,10 +55,12 @@ def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: b
         say(f"error: cannot start a context: {exc}")
         say(BIND_HINT)
         return 1
+    attrs = {"transport": settings.transport} if settings.transport else None
     with ctx:
         try:
             sources = [
-                ctx.create_source(t, event_callback=on_event, clientd=i) for i, t in enumerate(sim.topics)
+                ctx.create_source(t, attrs, event_callback=on_event, clientd=i)
+                for i, t in enumerate(sim.topics)
             ]
         except (openum.OpenUMError, OSError) as exc:
             say(f"error: cannot create the sources: {exc}")
@@ -62,8 +69,11 @@ def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: b
         session_of = [_session_of(s) for s in sources]
         sessions = sorted(set(session_of))
         first_of_session = {key: sources[session_of.index(key)] for key in sessions}
+        kind = TRANSPORT_NAMES.get(sources[0].transport, sources[0].transport)
+        # LBT-RM sources learn nothing of their receivers (no CONNECT): the subscriber's "ready" decides.
+        wait_connect = sources[0].transport != "lbtrm"
         say(
-            f"{ntopics} sources (md/<venue>/<symbol>) on {len(sessions)} TCP transport sessions "
+            f"{ntopics} sources (md/<venue>/<symbol>) on {len(sessions)} {kind} transport sessions "
             f"({', '.join(k.split(':')[2] for k in sessions)}); waiting for the subscriber"
         )
         start_wait = time.monotonic()
@@ -72,6 +82,8 @@ def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: b
         def joined_sessions() -> set[str]:
             # CONNECT reaches the sources a session has when the receiver connects, so one per session
             # is what to wait for.
+            if not wait_connect:
+                return set(sessions) if control.go.is_set() or not control_stdin else set()
             return {session_of[i] for i in list(connected)}
 
         while not control.stopped and time.monotonic() < deadline:
@@ -84,7 +96,7 @@ def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: b
         if len(joined_sessions()) < len(sessions):
             say(
                 f"error: the subscriber did not join within {settings.join_timeout:g} s: "
-                f"{len(joined_sessions())} of {len(sessions)} TCP transport sessions have a connected "
+                f"{len(joined_sessions())} of {len(sessions)} {kind} transport sessions have a connected "
                 "receiver. Is a subscriber running with the same topic-resolution settings (-c/--option)?"
             )
             return 1
@@ -109,7 +121,7 @@ def run_publisher(config: openum.Config, settings: Settings, *, control_stdin: b
         blocked = sum(st.blocked for st in stats)
         rate = sent / seconds if seconds > 0 else 0.0
         say(
-            f"sent {sent:,} ticks in {seconds:.1f} s ({rate:,.0f} msgs/s) in {datagrams:,} TCP batches "
+            f"sent {sent:,} ticks in {seconds:.1f} s ({rate:,.0f} msgs/s) in {datagrams:,} {kind} batches "
             f"({sent / max(1, datagrams):.1f} msgs per batch); {with_props:,} with properties"
             + (f"; {blocked:,} sends waited for the subscriber" if blocked else "")
         )

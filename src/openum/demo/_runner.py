@@ -133,6 +133,8 @@ def _child_argv(role: str, settings: Settings, config_args: Sequence[str], extra
     ]
     if settings.seed is not None:
         argv += ["--seed", str(settings.seed)]
+    if settings.transport is not None:
+        argv += ["--transport", settings.transport]
     return argv
 
 

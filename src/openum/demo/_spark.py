@@ -197,6 +197,8 @@ def _publisher_argv(settings: Settings, config_args: Sequence[str]) -> list[str]
     ]  # fmt: skip
     if settings.seed is not None:
         argv += ["--seed", str(settings.seed)]
+    if settings.transport is not None:
+        argv += ["--transport", settings.transport]
     return argv
 
 

@@ -5,7 +5,8 @@ a jump is a gap, and so is a stream that does not start at 0), checks that messa
 the topic, prints a live line about every second and, at the end, a per-venue summary and the top 10
 symbols by message count with their last trade price and VWAP.
 
-It says ``ready`` (to the parent) once a BOS arrived on every expected topic.  It ends when the parent
+It says ``ready`` (to the parent) once a BOS arrived on every expected topic (for LBT-RM sources, which
+send nothing before their first message, once their session is joined).  It ends when the parent
 says how many ticks were sent and they all arrived (or none arrived for 5 s), on ``stop``, when every
 source it joined ended (EOS; when run by hand), or after ``--max-seconds``.
 """
@@ -169,6 +170,10 @@ def run_subscriber(
 
     def on_timer(_clientd: Any) -> None:
         now = time.monotonic()
+        if tally.ready_at is None:
+            for (topic, _transport, _index), (source, _clientd) in list(wrcv.sources.items()):
+                if source.startswith("LBTRM:") and topic in tally.expected:
+                    tally.begun.add(topic)  # joined; no BOS comes before the first datagram
         if tally.ready_at is None and len(tally.begun) == ntopics:
             tally.ready_at = now
             say(f"joined all {ntopics} topics after {now - start:.2f} s (wildcard receiver {PATTERN!r})")

@@ -121,6 +121,7 @@ class PortSessionPool(abc.ABC, Generic[S]):
         self.maximum_ports = maximum_ports
         self._session_option_names = session_option_names
         self._range_hint = range_hint
+        self._range_size = max(0, port_high - port_low + 1)
         self._implicit: list[S] = []
         self._pool: list[S] = []  # implicit sessions plus explicit ones (seed 2.9.2)
         self._next = 0
@@ -144,16 +145,27 @@ class PortSessionPool(abc.ABC, Generic[S]):
             session = self._activate(attrs, [explicit])
             self._pool.append(session)
             return session
-        # Round-robin over the pool's slots: active sessions, then the implicit ones not yet activated.
-        not_activated = max(1, self.maximum_ports) - len(self._implicit)
+        # Round-robin over the pool's slots: active sessions, then the implicit ones not yet activated
+        # (never more than the range has ports).
+        not_activated = min(max(1, self.maximum_ports), self._range_size) - len(self._implicit)
         slots = len(self._pool) + max(0, not_activated)
         slot = self._next % slots
         self._next = slot + 1
         if slot >= len(self._pool):
-            session = self._activate(attrs, self._free_ports())
-            self._implicit.append(session)
-            self._pool.append(session)
-            return session
+            try:
+                session = self._activate(attrs, self._free_ports())
+            except SystemCallError as exc:
+                if not self._pool:
+                    raise
+                # The range's other ports are held by other programs: share the sessions there are.
+                self._range_size = len(self._implicit)
+                self.log.warning("%s; sources share the %d session(s) already open", exc, len(self._pool))
+                slot = slot % len(self._pool)
+                self._next = slot + 1
+            else:
+                self._implicit.append(session)
+                self._pool.append(session)
+                return session
         session = self._pool[slot]
         self._check_first_source_wins(session, attrs)
         return session
