@@ -190,16 +190,78 @@ class SendBench:
         self.ctx.close()
 
 
+class EchoBench:
+    """One round trip at a time through both paths, as ``openum pong`` does it: a message arrives on
+    the receiver (written by a plain socket playing the remote source), the callback echoes it with
+    ``send(FLUSH | NONBLOCK)`` on a source, and a plain socket (the remote receiver) reads the echo.
+    Per round: two event-loop iterations' worth of work, one read, one delivery, one flushed send."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count = count
+        self.rx = ReceiveBench(1, size)  # its context gets the source too
+        ctx = self.rx.ctx
+        self.src = ctx.create_source(TOPIC + "/echo")
+        self.peer = socket.create_connection(("127.0.0.1", self.src.session.port))
+        while not self.src.session.clients:
+            ctx.process_events(1)
+        self.peer.recv(64)  # the session-id message
+        payload = bytearray(size)
+        self.frames = []
+        for i in range(count):
+            COUNTER.pack_into(payload, 0, i)
+            buf = bytearray(12 + size)
+            encode_data_into(buf, 0, 1, i, bytes(payload))
+            self.frames.append(bytes(buf))
+        flags = openum.SendFlags.FLUSH | openum.SendFlags.NONBLOCK
+        send = self.src.send
+        self.echoed = 0
+
+        def on_message(msg: Any) -> None:
+            if msg.type is openum.MsgType.DATA:
+                send(msg.data, flags)
+                self.echoed += 1
+
+        self.rx.rcv.callback = on_message
+
+    def run(self) -> float:
+        self.rx._connect()
+        conn = self.rx.conn
+        assert conn is not None
+        process = self.rx.ctx.process_events
+        recv = self.peer.recv
+        want = len(self.frames[0])
+        self.echoed = 0
+        start = time.perf_counter()
+        for frame in self.frames:
+            conn.sendall(frame)
+            before = self.echoed
+            while self.echoed == before:
+                process(0)
+            got = 0
+            while got < want:
+                got += len(recv(want - got))
+        seconds = time.perf_counter() - start
+        return self.count / seconds
+
+    def close(self) -> None:
+        self.peer.close()
+        self.src.close()
+        self.rx.close()
+
+
 def _measure(bench: Any, runs: int) -> list[float]:
     bench.run()  # warm-up: caches, struct formats, first-message paths
     return [bench.run() for _ in range(runs)]
+
+
+BENCHES: dict[str, Any] = {"receive": ReceiveBench, "send": SendBench, "echo": EchoBench}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("which", nargs="?", choices=("receive", "send", "both"), default="both")
+    parser.add_argument("which", nargs="?", choices=("receive", "send", "echo", "both"), default="both")
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
@@ -214,7 +276,7 @@ def main() -> None:
     }
     kinds = ("receive", "send") if args.which == "both" else (args.which,)
     for kind in kinds:
-        bench = ReceiveBench(args.count, args.size) if kind == "receive" else SendBench(args.count, args.size)
+        bench = BENCHES[kind](args.count, args.size)
         try:
             rates = _measure(bench, args.runs)
         finally:

@@ -24,7 +24,7 @@ from typing import Any
 from openum._errors import InvalidStateError
 from openum.runtime._clock import NS_PER_MS, Clock, ManualClock
 from openum.runtime._event_queue import EventKind, EventQueue
-from openum.runtime._threads import callback_scope
+from openum.runtime._threads import callback_state as _state
 from openum.runtime._timers import Timer, TimerHeap
 
 __all__ = ["EventLoop", "FdEvent"]
@@ -35,6 +35,15 @@ class FdEvent(enum.IntFlag):
 
     READ = 0x1
     WRITE = 0x2
+
+
+# selectors' event mask -> what a descriptor callback is given (built once: IntFlag operators run Python
+# code, and this is looked up for every ready descriptor).
+_FIRED = {
+    selectors.EVENT_READ: FdEvent.READ,
+    selectors.EVENT_WRITE: FdEvent.WRITE,
+    selectors.EVENT_READ | selectors.EVENT_WRITE: FdEvent.READ | FdEvent.WRITE,
+}
 
 
 @dataclass(slots=True)
@@ -210,11 +219,15 @@ class EventLoop:
             raise InvalidStateError("the context's event loop is closed")
 
     def _invoke(self, what: str, callback: Callable[..., Any], *args: Any) -> None:
+        # callback_scope(), inlined: this runs for every descriptor event, call and timer.
+        state = _state
+        state.depth += 1
         try:
-            with callback_scope():
-                callback(*args)
+            callback(*args)
         except Exception:
             self.log.exception("context %s: %s callback %r raised", self.name, what, callback)
+        finally:
+            state.depth -= 1
 
     def run_once(self, timeout_ns: int | None) -> int:
         """One iteration: wait up to ``timeout_ns`` (None: until the next timer or a wake-up).
@@ -228,9 +241,8 @@ class EventLoop:
         if deadline is not None:
             until_timer = max(0, deadline - now)
             wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
-        with self._lock:
-            if self._calls:
-                wait_ns = 0
+        if self._calls:  # no lock needed to peek: call_soon appends first, then wakes the selector
+            wait_ns = 0
         events = self._selector.select(None if wait_ns is None else wait_ns / 1e9)
         ran = 0
         for key, mask in events:
@@ -247,11 +259,7 @@ class EventLoop:
             reg = self._fds.get(fd)
             if reg is None or reg.paused:
                 return 0
-            fired = FdEvent(0)
-            if mask & selectors.EVENT_READ:
-                fired |= FdEvent.READ
-            if mask & selectors.EVENT_WRITE:
-                fired |= FdEvent.WRITE
+            fired = _FIRED[mask]
             if reg.event_queue is not None:
                 # The descriptor stays ready until the application reads it; pause it until the queued
                 # callback has run so a level-triggered descriptor does not flood the queue.
@@ -278,6 +286,8 @@ class EventLoop:
                 self._selector.register(reg.fd, self._sel_events(reg.events), reg.fd)
 
     def _run_calls(self) -> int:
+        if not self._calls:  # the common case, without taking the lock
+            return 0
         ran = 0
         while True:
             with self._lock:
@@ -288,6 +298,9 @@ class EventLoop:
             ran += 1
 
     def _fire_timers(self, now_ns: int) -> int:
+        heap = self._timers._heap
+        if not heap or heap[0].deadline_ns > now_ns:  # nothing due (a peek; heapq ops are atomic)
+            return 0
         ran = 0
         # A timer may schedule another that is already due (a zero delay): keep going until none is.
         while True:

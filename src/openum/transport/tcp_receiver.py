@@ -28,6 +28,8 @@ __all__ = ["TcpReceiverSession", "TcpReceiverStatistics", "TopicHandler", "split
 
 RECV_BUFFER = 256 * 1024
 _HEAD = struct.Struct(">BxH")  # ver/type, msglen: the start of every LBMC message
+# Membership instead of ``events & FdEvent.READ``: IntFlag's operators run Python code on every read.
+_READABLE = frozenset({FdEvent.READ, FdEvent.READ | FdEvent.WRITE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ class TcpReceiverSession:
                     return
             self.loop.modify_fd(self.sock.fileno(), FdEvent.READ)
             return
-        if events & FdEvent.READ:
+        if events in _READABLE:
             self._readable()
 
     def _readable(self) -> None:

@@ -1,16 +1,19 @@
-"""End-to-end TCP transport throughput, publisher -> subscriber in two processes (PERFORMANCE.md).
+"""End-to-end throughput of one transport, publisher -> subscriber in two processes (PERFORMANCE.md).
 
 A small, dependency-free driver for the profiling pass: the subscriber's callback does the least a real
 application does (read the 8-byte counter, check it is the next one), so what is measured is openum's
 receive path.  ``openum bench`` is the full side-by-side comparison; this script exists to profile one
 side at a time::
 
-    python bench/tcp_e2e_bench.py [--count 1000000] [--size 64] [--runs 3] [--json]
-    python bench/tcp_e2e_bench.py --profile-sub 'py-spy record -r 400 -o sub.svg --'   # profile the receiver
-    python bench/tcp_e2e_bench.py --profile-pub 'py-spy record -r 400 -o pub.svg --'   # ... or the sender
+    python bench/e2e_bench.py [--transport tcp|lbtrm|lbtru] [--count 1000000] [--size 64] [--runs 3]
+    python bench/e2e_bench.py --profile-sub 'py-spy record -r 400 -o sub.svg --'   # profile the receiver
+    python bench/e2e_bench.py --profile-pub 'py-spy record -r 400 -o pub.svg --'   # ... or the sender
 
-Each run uses a fresh resolver port and TCP port range on 127.0.0.1.  The subscriber reports msgs/s from
-its first to its last message; the publisher reports its own send rate.  Medians over ``--runs``.
+Each run uses a fresh block of ports on 127.0.0.1 (resolver, TCP, LBT-RU and LBT-RM ports).  LBT-RM
+and LBT-RU run with ``transport_*_data_rate_limit`` raised to 1 Gbit/s (UM's default, 10 Mbit/s, would
+be what is measured otherwise).  The subscriber reports msgs/s from its first to its last message and
+whether every counter arrived in order; the publisher reports its own send rate.  Medians over
+``--runs``.
 """
 
 from __future__ import annotations
@@ -33,20 +36,31 @@ COUNTER = struct.Struct(">Q")
 HELLO = (1 << 64) - 1
 
 
-def _options(resolver: int, tcp_low: int) -> list[str]:
+def _options(base: int) -> list[str]:
+    """Options that keep one run's traffic on its own ports (``base`` .. ``base + 15``)."""
     return [
-        f"context resolver_multicast_port {resolver}",
-        f"context transport_tcp_port_low {tcp_low}",
-        f"context transport_tcp_port_high {tcp_low + 7}",
+        f"context resolver_multicast_port {base}",
+        f"context transport_tcp_port_low {base + 1}",
+        f"context transport_tcp_port_high {base + 4}",
+        f"context transport_lbtru_port_low {base + 5}",
+        f"context transport_lbtru_port_high {base + 6}",
+        f"receiver transport_lbtru_port_low {base + 7}",
+        f"receiver transport_lbtru_port_high {base + 8}",
+        f"context transport_lbtrm_source_port_low {base + 9}",
+        f"context transport_lbtrm_source_port_high {base + 10}",
+        f"source transport_lbtrm_destination_port {base + 11}",
+        "context transport_lbtrm_data_rate_limit 1000000000",
+        "context transport_lbtru_data_rate_limit 1000000000",
     ]
 
 
-def _free_ports() -> tuple[int, int]:
+def _free_ports() -> int:
+    """The first of 16 consecutive ports free for both TCP and UDP on 127.0.0.1."""
     rng = random.Random()
     while True:
         base = rng.randrange(20000, 31000)
         ok = True
-        for port in range(base, base + 9):
+        for port in range(base, base + 16):
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
                 with socket.socket(socket.AF_INET, kind) as s:
                     try:
@@ -54,7 +68,7 @@ def _free_ports() -> tuple[int, int]:
                     except OSError:
                         ok = False
         if ok:
-            return base, base + 1
+            return base
 
 
 def run_sub(options: list[str], count: int) -> None:
@@ -99,11 +113,11 @@ def run_sub(options: list[str], count: int) -> None:
     )
 
 
-def run_pub(options: list[str], count: int, size: int) -> None:
+def run_pub(options: list[str], count: int, size: int, transport: str) -> None:
     import openum
 
     with openum.Context(options=options) as ctx:
-        src = ctx.create_source("bench/e2e")
+        src = ctx.create_source("bench/e2e", {"transport": transport})
         hello = bytearray(size)
         COUNTER.pack_into(hello, 0, HELLO)
         go = threading.Event()
@@ -135,13 +149,12 @@ def _line(stream: Any, prefix: str) -> str:
 
 
 def one_run(args: argparse.Namespace) -> dict[str, Any]:
-    resolver, tcp_low = _free_ports()
-    opts = json.dumps(_options(resolver, tcp_low))
+    opts = json.dumps(_options(_free_ports()))
     me = [sys.executable, os.path.abspath(__file__)]
     sub_cmd = [*shlex.split(args.profile_sub), *me, "--role", "sub", "--opts", opts]
     sub_cmd += ["--count", str(args.count)]
     pub_cmd = [*shlex.split(args.profile_pub), *me, "--role", "pub", "--opts", opts]
-    pub_cmd += ["--count", str(args.count), "--size", str(args.size)]
+    pub_cmd += ["--count", str(args.count), "--size", str(args.size), "--transport", args.transport]
     sub = subprocess.Popen(sub_cmd, stdout=subprocess.PIPE, text=True)
     assert sub.stdout is not None
     _line(sub.stdout, "READY")
@@ -168,6 +181,7 @@ def main() -> None:
     parser.add_argument("--opts", default="[]")
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--transport", default="tcp", help="openum transport (tcp, lbtrm, lbtru)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--profile-sub", default="", help="command prefix for the subscriber (py-spy ...)")
     parser.add_argument("--profile-pub", default="", help="command prefix for the publisher")
@@ -177,10 +191,11 @@ def main() -> None:
         run_sub(json.loads(args.opts), args.count)
         return
     if args.role == "pub":
-        run_pub(json.loads(args.opts), args.count, args.size)
+        run_pub(json.loads(args.opts), args.count, args.size, args.transport)
         return
     runs = [one_run(args) for _ in range(args.runs)]
     result = {
+        "transport": args.transport,
         "count": args.count,
         "size": args.size,
         "cpus": os.cpu_count(),
@@ -194,7 +209,7 @@ def main() -> None:
         print(json.dumps(result))
     else:
         print(
-            f"{args.count} x {args.size} B, median of {args.runs}: subscriber "
+            f"{args.transport}: {args.count} x {args.size} B, median of {args.runs}: subscriber "
             f"{result['sub_msgs_per_sec']:,.0f} msgs/s, publisher {result['pub_msgs_per_sec']:,.0f} msgs/s, "
             f"out of order {result['out_of_order']}"
         )
