@@ -1,0 +1,138 @@
+"""A tiny ``openum bench`` run end to end (PERFORMANCE.md method; no assertion on any speed).
+
+The bench chooses its own free ports for every run (resolver, TCP, LBT-RU, LBT-RM, peers), so it never
+meets another openum process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openum._source import AVAILABLE_TRANSPORTS
+from openum.cli._bench._harness import TRANSPORTS, Bench, Settings
+from tests.integration.pubsub import ROOT, child_env
+
+INSTALLED_PEERS = [
+    (name, kind)
+    for name, module, kinds in (("pyzmq", "zmq", ("tcp", "ipc")), ("zenoh", "zenoh", ("tcp",)))
+    if importlib.util.find_spec(module) is not None
+    for kind in kinds
+]
+
+
+def run_bench(*args: str, timeout: float = 280) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "openum", "bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env(),
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_a_tiny_bench_run_reports_every_system_with_ratios(tmp_path: Path) -> None:
+    out_file = tmp_path / "bench.json"
+    done = run_bench(
+        "--count",
+        "20000",
+        "--repeat",
+        "1",
+        "--sizes",
+        "64",
+        "--no-memory",
+        "--json",
+        str(out_file),
+        # keep the tiny run tiny on every build (the rate search probes each UDP transport)
+        "--pings",
+        "500",
+        "--warmup",
+        "50",
+        "--rate-steps",
+        "1",
+        "--rate-duration",
+        "0.5",
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc: dict[str, Any] = json.loads(out_file.read_text())
+
+    machine = doc["machine"]
+    for key in ("cpu_count", "cpu_model", "python", "openum", "pyzmq", "zenoh", "date"):
+        assert key in machine, key
+    assert machine["cpu_count"] >= 1
+
+    assert set(doc["available_transports"]) == set(AVAILABLE_TRANSPORTS)
+    assert set(doc["not_available"]) == set(TRANSPORTS) - set(AVAILABLE_TRANSPORTS)
+
+    runs = doc["runs"]
+    assert all(r["ok"] for r in runs), [r.get("error") for r in runs if not r["ok"]]
+    measured = {(r["system"], r["transport"], r["kind"]) for r in runs}
+    for system in [("openum", t) for t in AVAILABLE_TRANSPORTS] + INSTALLED_PEERS:
+        for kind in ("throughput", "latency", "sweep"):
+            assert (*system, kind) in measured, (system, kind)
+    for r in runs:
+        if r["kind"] == "throughput":
+            assert r["result"]["received"] == 20000
+            assert r["result"]["gaps"] == r["result"]["behind"] == 0
+        if r["kind"] == "latency":
+            assert r["result"]["count"] == 500
+            assert {"p50", "p90", "p99", "p999", "max"} <= set(r["result"]["rtt_us"])
+
+    rows = {(row["system"], row["transport"]): row for row in doc["summary"]["rows"]}
+    tcp = rows[("openum", "tcp")]
+    assert tcp["msgs_per_sec"] > 0
+    if ("pyzmq", "tcp") in INSTALLED_PEERS:
+        assert tcp["throughput_ratio_pyzmq_tcp"] > 0
+        assert tcp["rtt_p50_ratio"] > 0
+        assert tcp["rtt_p99_ratio"] > 0
+    for peer in INSTALLED_PEERS:
+        assert rows[peer]["msgs_per_sec"] > 0
+        assert rows[peer]["rtt_us"]["p50"] > 0
+    for transport in set(AVAILABLE_TRANSPORTS) & {"lbtru", "lbtrm"}:
+        assert transport in doc["summary"]["max_rate"]
+
+    statuses = {t["status"] for t in doc["targets"]}
+    assert statuses <= {"PASS", "FAIL", "N/A"}
+    names = " ".join(t["target"] for t in doc["targets"])
+    assert "throughput, TCP >= 1.2 x pyzmq tcp" in names
+    assert "RTT p50, TCP <= 1.0 x pyzmq tcp" in names
+
+    report = done.stdout
+    assert "| system | transport | msgs/s |" in report
+    assert "## Targets (PERFORMANCE.md)" in report
+    for t in set(TRANSPORTS) - set(AVAILABLE_TRANSPORTS):
+        assert f"openum {t}: not available in this build" in report
+
+
+def test_a_missing_peer_is_reported_not_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        return None if name == "zenoh" else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    bench = Bench(Settings(transports=["tcp", "lbtsmx"], peers=["pyzmq", "zenoh"]), ("tcp",), lambda _: None)
+    try:
+        assert bench.missing_peers == {"zenoh": "peer zenoh not installed: pip install eclipse-zenoh"}
+        assert bench.not_available == ["lbtsmx"]
+        labels = [s.label for s in bench.systems]
+        assert "zenoh tcp" not in labels
+        assert "openum tcp" in labels
+    finally:
+        Path(bench.tmp).rmdir()
+
+
+def test_bench_rejects_an_unknown_transport_or_peer() -> None:
+    for args in (["--transports", "tcp,carrier-pigeon"], ["--peers", "nats"], ["--only", "vibes"]):
+        done = run_bench(*args, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert "unknown" in done.stderr
