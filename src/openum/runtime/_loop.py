@@ -235,14 +235,22 @@ class EventLoop:
         Returns the number of callbacks run.
         """
         self.iterations += 1
-        now = self.clock.now_ns()
-        deadline = self.next_deadline()
         wait_ns = timeout_ns
-        if deadline is not None:
-            until_timer = max(0, deadline - now)
-            wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
         if self._calls:  # no lock needed to peek: call_soon appends first, then wakes the selector
             wait_ns = 0
+        elif wait_ns != 0:
+            # The next timer bounds the wait.  A peek at the heap (heapq operations are atomic) unless a
+            # cancelled timer is on top, which next_deadline() discards under the lock.
+            heap = self._timers._heap
+            if heap:
+                try:
+                    top = heap[0]
+                except IndexError:  # emptied by another thread (close) since the test
+                    top = None
+                deadline = None if top is None else self.next_deadline() if top.cancelled else top.deadline_ns
+                if deadline is not None:
+                    until_timer = max(0, deadline - self.clock.now_ns())
+                    wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
         events = self._selector.select(None if wait_ns is None else wait_ns / 1e9)
         ran = 0
         for key, mask in events:
@@ -255,21 +263,22 @@ class EventLoop:
         return ran
 
     def _fire_fd(self, fd: int, mask: int) -> int:
-        with self._lock:
-            reg = self._fds.get(fd)
-            if reg is None or reg.paused:
-                return 0
-            fired = _FIRED[mask]
-            if reg.event_queue is not None:
-                # The descriptor stays ready until the application reads it; pause it until the queued
-                # callback has run so a level-triggered descriptor does not flood the queue.
-                reg.paused = True
-                self._selector.unregister(fd)
-        if reg.event_queue is not None:
-            if not reg.event_queue.enqueue(EventKind.IO, self._queued_fd_callback, reg, fired):
-                self._resume_fd(reg)
+        reg = self._fds.get(fd)  # a dict read is atomic; the callback runs outside the lock anyway
+        if reg is None or reg.paused:
+            return 0
+        fired = _FIRED[mask]
+        if reg.event_queue is None:
+            self._invoke("file descriptor", reg.callback, fd, fired, reg.clientd)
             return 1
-        self._invoke("file descriptor", reg.callback, fd, fired, reg.clientd)
+        with self._lock:
+            if self._fds.get(fd) is not reg or reg.paused:
+                return 0
+            # The descriptor stays ready until the application reads it; pause it until the queued
+            # callback has run so a level-triggered descriptor does not flood the queue.
+            reg.paused = True
+            self._selector.unregister(fd)
+        if not reg.event_queue.enqueue(EventKind.IO, self._queued_fd_callback, reg, fired):
+            self._resume_fd(reg)
         return 1
 
     def _queued_fd_callback(self, reg: _FdRegistration, fired: FdEvent) -> None:
@@ -299,7 +308,10 @@ class EventLoop:
 
     def _fire_timers(self, now_ns: int) -> int:
         heap = self._timers._heap
-        if not heap or heap[0].deadline_ns > now_ns:  # nothing due (a peek; heapq ops are atomic)
+        try:
+            if not heap or heap[0].deadline_ns > now_ns:  # nothing due (a peek; heapq ops are atomic)
+                return 0
+        except IndexError:  # emptied by another thread (close) since the test
             return 0
         ran = 0
         # A timer may schedule another that is already due (a zero delay): keep going until none is.
