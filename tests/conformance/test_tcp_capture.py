@@ -14,7 +14,7 @@ import openum
 from openum import MsgType, SendFlags, SourceEvent, SourceString
 from openum.wire.lbmc import PropertyType, TypedValue
 from tests.conformance.test_tr_capture import Capture
-from tests.conformance.tshark import Tshark
+from tests.conformance.tshark import TCP_ANALYSIS_EXPERT, Tshark
 from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
 
 TOPIC = "capture/tcp/IBM"
@@ -72,11 +72,10 @@ def test_captured_tcp_session_decodes_cleanly_with_the_sent_topic_indices_and_sq
         # plain LBMC stream with no transport channel, so no TIR could name its topics.
         prefs={"lbttcp.source_port_low": str(ports.tcp_low), "lbttcp.source_port_high": str(ports.tcp_high)},
     )
-    # TCP's own flow control at work on the 150 KB message (the receiver's initial window is 64 KB) is a
-    # TCP-analysis warning about the connection, not about what LBT-TCP put in it.
-    tshark.assert_clean(
-        cap.pcap, allowed_expert=(r"^TCP window specified by the receiver is now completely full$",)
-    )
+    # TCP's own flow control at work on the 150 KB message (the receiver's initial window is 64 KB), or a
+    # spurious retransmission on a loaded machine, is a TCP-analysis warning about the connection, not
+    # about what LBT-TCP put in it.
+    tshark.assert_clean(cap.pcap, allowed_expert=TCP_ANALYSIS_EXPERT)
     rows = tshark.fields(
         cap.pcap,
         [

@@ -23,6 +23,16 @@ from pathlib import Path
 SEVERITY_WARNING = 0x00600000
 SEVERITY_ERROR = 0x00800000
 
+# The kernel's own TCP at work on loopback (flow control, a spurious retransmission answered by a
+# D-SACK on a loaded machine): warnings of Wireshark's TCP analysis about the connection, never about
+# the bytes LBT-TCP put into it (those are checked by the lbttcp/lbmc dissectors).
+TCP_ANALYSIS_EXPERT = (
+    r"^TCP window specified by the receiver is now completely full$",
+    r"^TCP Zero ?Window",
+    r"^D-SACK Sequence$",
+    r"^This frame is a \(suspected\) (spurious |fast )?retransmission$",
+)
+
 # Decode-as rules for UM's default ports (ARCHITECTURE.md 4), so heuristics of other protocols
 # (SMPP, WireGuard) never steal a test packet (../shared/wire/lbtrm-lbtru-lbttcp-transports.md 1.5).
 DEFAULT_DECODE_AS: tuple[str, ...] = (

@@ -97,10 +97,15 @@ def joined(events: SourceEvents, n: int, query: Any) -> None:
 
 
 def reader_status(workdir: Path) -> dict[str, Any]:
+    path = workdir / "spool" / "status.json"
     try:
-        return dict(json.loads((workdir / "spool" / "status.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        return {}
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return {"unreadable": str(exc)}
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        return {"unparseable": text}
 
 
 def publish(src: openum.Source, first: int, count: int) -> None:

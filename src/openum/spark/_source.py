@@ -268,6 +268,8 @@ class _ReaderRuntime:
         self.ended: set[str] = set()
         self.loss = 0
         self._stop = threading.Event()
+        self._status_lock = threading.Lock()
+        self._status_thread: threading.Thread | None = None
         self.ctx: openum.Context | None = None
         self.receiver: Any = None
         try:
@@ -356,13 +358,16 @@ class _ReaderRuntime:
         }
 
     def _write_status(self) -> None:
+        # One writer at a time (the status thread and close()), each through its own temporary file:
+        # two writers sharing one temporary file can leave a torn, unparseable status.json behind.
         path = Path(self.opts.spool_dir) / "status.json"
-        tmp = path.with_suffix(".json.tmp")
-        try:
-            tmp.write_text(json.dumps(self.status(), sort_keys=True), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        with self._status_lock:
+            tmp = path.with_name(f".status.{os.getpid()}.{threading.get_ident()}.tmp")
+            try:
+                tmp.write_text(json.dumps(self.status(), sort_keys=True), encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError:
+                tmp.unlink(missing_ok=True)
 
     def _status_loop(self) -> None:
         while not self._stop.wait(STATUS_INTERVAL):
@@ -370,6 +375,8 @@ class _ReaderRuntime:
 
     def close(self) -> None:
         self._stop.set()
+        if self._status_thread is not None and self._status_thread is not threading.current_thread():
+            self._status_thread.join(timeout=5.0)
         self.spool.close()  # wakes a receive callback blocked on a full spool
         if self.receiver is not None:
             try:
