@@ -341,6 +341,7 @@ class _ReaderRuntime:
 
     def commit(self, end: dict[str, Any]) -> None:
         self.spool.commit(end)
+        self._write_status()  # a fresh status at every batch boundary
 
     # -- status ----------------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -370,6 +371,9 @@ class _ReaderRuntime:
                 tmp.unlink(missing_ok=True)
 
     def _status_loop(self) -> None:
+        # At once, then every STATUS_INTERVAL: Spark may end the reader's process right after asking it
+        # to stop, before close() writes the last status, so the file never waits for the first interval.
+        self._write_status()
         while not self._stop.wait(STATUS_INTERVAL):
             self._write_status()
 
