@@ -129,8 +129,10 @@ class Source:
         """
         if self.closed:
             raise ClosedError(f"source {self.topic!r} is closed")
-        if not isinstance(data, bytes | bytearray | memoryview):
+        if type(data) is not bytes and not isinstance(data, (bytearray, memoryview)):
             raise TypeError(f"send() takes bytes-like data, not {type(data).__name__} (encode text first)")
+        if not flags and properties is None:  # the common case: no flags to read, no properties
+            return self.session.send(self, data, False, False, self._holding, None)
         block = None if properties is None else _properties(properties)
         flags = int(flags)  # plain int arithmetic below: IntFlag operators cost microseconds per send
         if flags & _START_BATCH:
@@ -139,14 +141,7 @@ class Source:
         if flags & _END_BATCH:
             self._holding = False
             hold = False
-        return self.session.send(
-            self,
-            data,
-            flush=bool(flags & _FLUSH),
-            nonblock=bool(flags & _NONBLOCK),
-            hold=hold,
-            properties=block,
-        )
+        return self.session.send(self, data, bool(flags & _FLUSH), bool(flags & _NONBLOCK), hold, block)
 
     def flush(self) -> None:
         """Send what implicit batching holds now (``lbm_src_flush``)."""

@@ -54,6 +54,7 @@ class TopicSubscription:
     """One (topic, source) on a joined session: its delivery controller and the receivers fed by it."""
 
     __slots__ = (
+        "_key",
         "_timer",
         "dc",
         "info",
@@ -81,6 +82,7 @@ class TopicSubscription:
         self.info = info
         self.topic = info.topic
         self.source = source
+        self._key = source_key(info)
         self.subscribers: list[_Subscriber] = []
         self.dc = DeliveryController(
             ordered=attrs.get("ordered_delivery"),
@@ -100,6 +102,14 @@ class TopicSubscription:
         flags: int,
         properties: Any,
     ) -> None:
+        if fragment is None and self.dc.take_next(sqn, len(payload)):
+            # The hot path: the next message in order, unfragmented (properties, if any, are a dict).
+            topic = self.topic
+            source = self.source
+            key = self._key
+            for sub in self.subscribers:
+                sub._deliver_data(topic, source, key, payload, sqn, flags, properties)
+            return
         deliveries = self.dc.on_message(
             sqn, payload, now_ns, fragment=fragment, flags=flags, properties=properties
         )
@@ -132,7 +142,7 @@ class TopicSubscription:
             if properties is not None and not isinstance(properties, dict):
                 payload, properties = split_properties(bytes(payload), properties)
             for sub in self.subscribers:
-                state = sub.sources.get(source_key(self.info))
+                state = sub.sources.get(self._key)
                 msg = Message(
                     msg_type,
                     self.topic,

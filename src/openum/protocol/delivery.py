@@ -326,14 +326,22 @@ class DeliveryController:
         cancelled, and delivery continues from ``sqn``.  With ``ordered=-1``/``0`` the burst range may
         include sqns already delivered early; it still names the span given up on.
         """
-        if sqn == self._fast and fragment is None:
-            # Hot path (seed 8.3.1): the next sqn, no gap, nothing held, nothing half-reassembled.
-            nxt = (sqn + 1) & SQN_MASK
-            self._fast = self._next = self._top = nxt
-            self._delivered += 1
-            self._bytes += len(payload)
+        if fragment is None and self.take_next(sqn, len(payload)):
             return [_new_tuple(Delivery, (_DATA, sqn, payload, flags, properties, None, None))]
         return self._on_message_slow(sqn, payload, now_ns, fragment, flags, properties)
+
+    def take_next(self, sqn: int, size: int) -> bool:
+        """The hot path of :meth:`on_message` (seed 8.3.1), for an unfragmented message of ``size``
+        payload bytes: when ``sqn`` is the next one, with no gap, nothing held and nothing
+        half-reassembled, account for it as delivered and return True (the caller delivers it as DATA
+        at once, and no timer changes); otherwise change nothing and return False (use ``on_message``).
+        """
+        if sqn != self._fast:
+            return False
+        self._fast = self._next = self._top = (sqn + 1) & SQN_MASK
+        self._delivered += 1
+        self._bytes += size
+        return True
 
     def on_tsni(self, sqn: int, now_ns: int) -> list[Delivery]:
         """A TSNI: ``sqn`` is the last sqn the source sent on this topic (seed 8.9, spec A33/A35).

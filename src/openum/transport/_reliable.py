@@ -299,7 +299,7 @@ class ReliableSourceSession(SourceSessionBase):
                 self.engine.statistics(),
                 backlog=len(self._backlog),
                 bytes_buffered=sum(len(d) for d in self._backlog),
-                **self._stats,
+                **self._counters(),
             )
 
     def close(self) -> None:

@@ -50,7 +50,7 @@ class SourceSessionBase(abc.ABC):
     """Topics, batching, fragmentation, TSNIs and flow control of one source transport session."""
 
     #: Counters every session keeps (subclasses add their own).
-    BASE_COUNTERS = ("msgs_sent", "bytes_sent", "datagrams_sent", "fragments_sent", "tsnis_sent", "blocked")
+    BASE_COUNTERS = ("datagrams_sent", "fragments_sent", "tsnis_sent", "blocked")
 
     def __init__(
         self,
@@ -79,6 +79,9 @@ class SourceSessionBase(abc.ABC):
         self._batch_timer: int | None = None
         self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
+        self._msgs_sent = 0  # the hot path's counters (msgs_sent, bytes_sent of the statistics)
+        self._bytes_sent = 0
+        self._now = loop.clock.now_ns
         self._tsni_interval_ms: int = attrs.get("transport_topic_sequence_number_info_interval")
         self._tsni_active_ms: int = attrs.get("transport_topic_sequence_number_info_active_threshold") * 1000
         self._tsni_timer: int | None = None
@@ -180,41 +183,57 @@ class SourceSessionBase(abc.ABC):
         self,
         source: Any,
         data: bytes | bytearray | memoryview,
-        *,
         flush: bool,
         nonblock: bool,
-        hold: bool = False,
-        properties: PropertiesBlock | None = None,
+        hold: bool,
+        properties: PropertiesBlock | None,
     ) -> int:
         """Send one application message of ``source`` (its ``topic_index`` and next sequence number,
         ``_next_sqn``, which this advances under the session lock so concurrent senders stay ordered).
 
+        ``flush`` sends the batch now; ``nonblock`` raises WouldBlock instead of waiting for room;
         ``hold`` keeps the batch from being flushed for its size (explicit batching, seed 8.6.4).
         Returns the topic sequence number of the (last fragment of the) message.
+
+        The hot path (a message that fits the datagram, without properties) is written out here, with
+        its counters in attributes rather than the statistics dict.
         """
         with self.lock:
             if self.closed:
                 raise ClosedError("the source's transport session is closed")
             topic_index = source.topic_index
-            self._wait_room(topic_index, nonblock)
+            if not self._has_room():
+                self._wait_room(topic_index, nonblock)
             sqn: int = source._next_sqn
             size = len(data)
             if properties is None and size <= self.max_payload:
-                if self._blen + DATA_HEADER + size > self.datagram_max:
+                blen = self._blen
+                if blen + DATA_HEADER + size > self.datagram_max:
                     self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
-                self._blen = encode_data_into(self._batch, self._blen, topic_index, sqn, data)
-                used = 1
-                self._stats["bytes_sent"] += size
-            else:
-                used = self._send_large(topic_index, sqn, data, properties)
-            self._stats["msgs_sent"] += 1
+                    blen = 0
+                self._blen = blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
+                self._msgs_sent += 1
+                self._bytes_sent += size
+                source._next_sqn = (sqn + 1) & SQN_MASK
+                source._last_send_ns = self._now()
+                if flush or (blen >= self.batch_min and not hold):
+                    self._flush_locked()
+                elif self._batch_timer is None:
+                    self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
+                return sqn
+            used = self._send_large(topic_index, sqn, data, properties)
+            self._msgs_sent += 1
             source._next_sqn = (sqn + used) & SQN_MASK
             if flush or (self._blen >= self.batch_min and not hold):
                 self._flush_locked()
             elif self._blen and self._batch_timer is None:
                 self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
-            source._last_send_ns = self.loop.clock.now_ns()
+            source._last_send_ns = self._now()
         return (sqn + used - 1) & SQN_MASK
+
+    def _counters(self) -> dict[str, int]:
+        """The session's counters for its statistics (lock held)."""
+        return {**self._stats, "msgs_sent": self._msgs_sent, "bytes_sent": self._bytes_sent}
 
     def _flush_locked(self) -> None:
         if self._blen:
@@ -244,7 +263,7 @@ class SourceSessionBase(abc.ABC):
             self._append_message(
                 encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, (), data, properties))
             )
-            self._stats["bytes_sent"] += len(data)
+            self._bytes_sent += len(data)
             return 1
         whole = bytes(data)
         headers_extra: tuple[AppHeaderChain, ...] = ()
@@ -267,7 +286,7 @@ class SourceSessionBase(abc.ABC):
             self._append_message(encode_message(msg))
             self._flush_locked()  # each fragment is its own datagram
         self._stats["fragments_sent"] += count
-        self._stats["bytes_sent"] += len(data)
+        self._bytes_sent += len(data)
         return count
 
     def flush(self) -> None:

@@ -283,7 +283,7 @@ class TcpSourceSession(SourceSessionBase):
     def statistics(self) -> TcpSourceStatistics:
         with self.lock:
             return TcpSourceStatistics(
-                num_clients=len(self.clients), bytes_buffered=self._buffered(), **self._stats
+                num_clients=len(self.clients), bytes_buffered=self._buffered(), **self._counters()
             )
 
     def close(self) -> None:
