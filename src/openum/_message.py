@@ -44,9 +44,6 @@ class MsgFlags(enum.IntFlag):
     OTR = 0x100000
 
 
-_DATA = MsgType.DATA
-_new_object = object.__new__
-
 
 class SourceEvent(enum.IntEnum):
     """Source events (``LBM_SRC_EVENT_*``) given to a source's event callback."""
@@ -147,28 +144,3 @@ class Message:
             f"sqn={self.sequence_number} len={len(self._data)}>"
         )
 
-
-def data_message(
-    topic: str,
-    source: str,
-    data: bytes | memoryview,
-    sequence_number: int,
-    flags: int,
-    properties: dict[str, Any] | None,
-    source_clientd: Any,
-    receiver_clientd: Any,
-) -> Message:
-    """A DATA :class:`Message`, built on the receive hot path without ``__init__``'s keyword handling."""
-    msg: Message = _new_object(Message)
-    msg.type = _DATA
-    msg.topic = topic
-    msg.source = source
-    msg._data = data
-    msg.sequence_number = sequence_number
-    msg._flags = flags
-    msg.properties = properties
-    msg.source_clientd = source_clientd
-    msg.receiver_clientd = receiver_clientd
-    msg.retained = False
-    msg._valid = True
-    return msg

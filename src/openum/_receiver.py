@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openum._message import Message, MsgType, data_message
+from openum._message import Message, MsgType
 from openum.config import Attributes
 from openum.protocol.resolution import ReceiverSpec, SourceKey, WildcardSpec, compile_pattern, source_key
 from openum.runtime import EventKind, EventQueue, callback_scope, callback_state, forbid_in_callback
@@ -30,6 +30,7 @@ __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 _ids = itertools.count(1)
 _DATA = MsgType.DATA
 _state = callback_state
+_new_object = object.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +178,19 @@ class _Subscriber:
             state = self.sources.get(key)
             if state is not None:
                 source_clientd = state[1]
-        msg = data_message(topic, source, payload, sqn, flags, properties, source_clientd, self.clientd)
+        # Message(DATA, ...) without __init__'s keyword handling: one Python frame less per message.
+        msg: Message = _new_object(Message)
+        msg.type = _DATA
+        msg.topic = topic
+        msg.source = source
+        msg._data = payload
+        msg.sequence_number = sqn
+        msg._flags = flags
+        msg.properties = properties
+        msg.source_clientd = source_clientd
+        msg.receiver_clientd = self.clientd
+        msg.retained = False
+        msg._valid = True
         if self.event_queue is not None:
             msg.retain()  # the receive buffer is reused before the queue is dispatched
             self.event_queue.enqueue(EventKind.DATA, self._run_callback, msg)
