@@ -44,7 +44,6 @@ class MsgFlags(enum.IntFlag):
     OTR = 0x100000
 
 
-
 class SourceEvent(enum.IntEnum):
     """Source events (``LBM_SRC_EVENT_*``) given to a source's event callback."""
 
@@ -143,4 +142,3 @@ class Message:
             f"<Message {self.type.name} topic={self.topic!r} source={self.source!r} "
             f"sqn={self.sequence_number} len={len(self._data)}>"
         )
-
