@@ -24,6 +24,7 @@ import abc
 import os
 import random
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -100,14 +101,54 @@ def loss_hook_from_env(environ: Any = os.environ) -> DropHook | None:
     return lambda _datagram: rng.random() < probability
 
 
-def set_buffer(sock: socket.socket, option: int, size: int, log: Any, what: str) -> None:
-    """Set SO_RCVBUF/SO_SNDBUF when ``size`` is non-zero; a refusal is logged, not fatal."""
+# Linux's variants that may exceed net.core.rmem_max / wmem_max (with CAP_NET_ADMIN, e.g. as root);
+# Python's socket module does not name them (<asm-generic/socket.h>: SO_SNDBUFFORCE 32, SO_RCVBUFFORCE 33).
+_FORCE: dict[int, int] = (
+    {socket.SO_RCVBUF: 33, socket.SO_SNDBUF: 32} if sys.platform.startswith("linux") else {}
+)
+_SYSCTL = {socket.SO_RCVBUF: "net.core.rmem_max", socket.SO_SNDBUF: "net.core.wmem_max"}
+
+
+def set_buffer(sock: socket.socket, option: int, size: int, log: Any, what: str) -> int:
+    """Set SO_RCVBUF/SO_SNDBUF to ``size`` bytes when it is non-zero; returns the size the kernel gave.
+
+    The kernel silently caps the size at ``net.core.rmem_max``/``wmem_max``; the size is read back, the
+    ``*FORCE`` variant tried when the cap bit (allowed with CAP_NET_ADMIN), and a size still short of
+    the request is logged with the sysctl to raise (a small receive buffer is what turns a burst into
+    loss).  A refusal is logged, never fatal."""
     if not size:
-        return
+        return 0
     try:
         sock.setsockopt(socket.SOL_SOCKET, option, size)
     except OSError as exc:
         log.warning("%s: cannot set the socket buffer to %d bytes: %s", what, size, exc)
+        return 0
+    got = _buffer_size(sock, option)
+    force = _FORCE.get(option)
+    if got < size and force is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
+            got = _buffer_size(sock, option)
+        except OSError:
+            pass  # not permitted: the capped size stays
+    if got < size:
+        log.warning(
+            "%s: the kernel gave a %d-byte socket buffer of the %d requested (raise %s, e.g. "
+            "sysctl -w %s=%d)",
+            what,
+            got,
+            size,
+            _SYSCTL.get(option, "the system maximum"),
+            _SYSCTL.get(option, "net.core.rmem_max"),
+            size,
+        )
+    return got
+
+
+def _buffer_size(sock: socket.socket, option: int) -> int:
+    """The buffer size in the units it was set in (Linux reports twice the size, for its bookkeeping)."""
+    reported = int(sock.getsockopt(socket.SOL_SOCKET, option))
+    return reported // 2 if sys.platform.startswith("linux") else reported
 
 
 def close_socket(loop: EventLoop, sock: socket.socket) -> None:

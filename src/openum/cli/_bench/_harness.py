@@ -47,6 +47,9 @@ IPC_REFERENCE = ("pyzmq", "ipc")
 _PORT_LOW, _PORT_HIGH = 20000, 32000  # below Linux's ephemeral range (32768-60999)
 _BLOCK = 32
 
+# The multicast group of openum pong's LBT-RM source (ping keeps the pool's first, 224.10.10.10).
+PONG_GROUP = "224.10.10.11"
+
 
 @dataclass(frozen=True)
 class System:
@@ -495,7 +498,13 @@ class Bench:
             topics = [f"openum/ping/{ports.base}", f"openum/pong/{ports.base}"]
             base = [sys.executable, "-m", "openum"]
             flags = ["--transport", system.transport, *(["--busy"] if busy else [])]
-            pong = Proc([*base, "pong", *topics, "--json", *flags, *opts], pong_cpus, stdin=False)
+            pong_opts = list(opts)
+            if system.transport == "lbtrm":
+                # Ping's and pong's sources on different multicast groups, as two applications would be
+                # configured: on one group, each process's receiving socket also gets its own datagrams
+                # (multicast loopback), a second wake-up per message that measures the setup, not openum.
+                pong_opts[:0] = ["--option", f"source transport_lbtrm_multicast_address {PONG_GROUP}"]
+            pong = Proc([*base, "pong", *topics, "--json", *flags, *pong_opts], pong_cpus, stdin=False)
             ping_argv = [
                 *base,
                 "ping",
