@@ -8,6 +8,7 @@ typed value openum uses, and back into text.  A refusal raises :class:`OptionVal
 
 from __future__ import annotations
 
+import abc
 import ipaddress
 import re
 from collections.abc import Mapping, Sequence
@@ -39,7 +40,7 @@ class OptionValueError(ValueError):
         self.allowed = allowed
 
 
-class OptionType:
+class OptionType(abc.ABC):
     """Base class: ``parse`` text, ``coerce`` Python values, ``format`` back to text."""
 
     kind: ClassVar[str] = "?"
@@ -48,13 +49,13 @@ class OptionType:
     #: True when each setting appends to a list rather than replacing the value.
     multi: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def describe(self) -> str:
         """What values are allowed, for error messages and the docs."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
+    @abc.abstractmethod
     def parse(self, text: str) -> Any:
         """Text from a file or the command line -> typed value."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     def coerce(self, value: Any) -> Any:
         """A Python value (or text) -> typed value; refuses what does not fit."""

@@ -132,14 +132,15 @@ def set_buffer(sock: socket.socket, option: int, size: int, log: Any, what: str)
         except OSError:
             pass  # not permitted: the capped size stays
     if got < size:
+        sysctl = _SYSCTL.get(option, "net.core.rmem_max")
         log.warning(
             "%s: the kernel gave a %d-byte socket buffer of the %d requested (raise %s, e.g. "
             "sysctl -w %s=%d)",
             what,
             got,
             size,
-            _SYSCTL.get(option, "the system maximum"),
-            _SYSCTL.get(option, "net.core.rmem_max"),
+            sysctl,
+            sysctl,
             size,
         )
     return got

@@ -195,8 +195,8 @@ class SourceSessionBase(abc.ABC):
         ``hold`` keeps the batch from being flushed for its size (explicit batching, seed 8.6.4).
         Returns the topic sequence number of the (last fragment of the) message.
 
-        The hot path (a message that fits the datagram, without properties) is written out here, with
-        its counters in attributes rather than the statistics dict.
+        On the hot path (a message that fits the datagram, without properties) the counters are
+        attributes rather than entries of the statistics dict.
         """
         with self.lock:
             if self.closed:
@@ -211,17 +211,11 @@ class SourceSessionBase(abc.ABC):
                 if blen + DATA_HEADER + size > self.datagram_max:
                     self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
                     blen = 0
-                self._blen = blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
-                self._msgs_sent += 1
+                self._blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
                 self._bytes_sent += size
-                source._next_sqn = (sqn + 1) & SQN_MASK
-                source._last_send_ns = self._now()
-                if flush or (blen >= self.batch_min and not hold):
-                    self._flush_locked()
-                elif self._batch_timer is None:
-                    self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
-                return sqn
-            used = self._send_large(topic_index, sqn, data, properties)
+                used = 1
+            else:
+                used = self._send_large(topic_index, sqn, data, properties)
             self._msgs_sent += 1
             source._next_sqn = (sqn + used) & SQN_MASK
             if flush or (self._blen >= self.batch_min and not hold):

@@ -8,6 +8,7 @@ messages while idle.  The wire encodings and the destinations are the concrete c
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ __all__ = ["SourceBase"]
 _UNBLOCKED = SourceUnblocked()
 
 
-class SourceBase:
+class SourceBase(abc.ABC):
     """Window, rate control, repair and session-message timing of one source session."""
 
     __slots__ = (
@@ -93,27 +94,33 @@ class SourceBase:
 
     # -- hooks for the concrete transports -----------------------------------------------------------
 
+    @abc.abstractmethod
     def _encode_data(self, sqn: int, payload: bytes | memoryview) -> bytes:
-        raise NotImplementedError
+        """The DATA datagram carrying ``payload`` as sequence number ``sqn``."""
 
     def _copies(self) -> int:
         """Unicast copies of each new datagram (LBT-RU: the connected clients)."""
         return 1
 
+    @abc.abstractmethod
     def _data_outgoing(self, datagram: bytes) -> list[Outgoing]:
-        raise NotImplementedError
+        """Where a new DATA datagram goes (one multicast send, or one copy per unicast client)."""
 
+    @abc.abstractmethod
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
-        raise NotImplementedError
+        """The retransmission of ``datagram`` for the NAK from ``key``, or None when it cannot go."""
 
+    @abc.abstractmethod
     def _session_messages(self) -> list[Outgoing]:
-        raise NotImplementedError
+        """The session messages (SMs) due now."""
 
+    @abc.abstractmethod
     def _ncf_outgoing(self, key: Hashable, reason: int, sqns: list[int]) -> Outgoing | None:
-        raise NotImplementedError
+        """The NCF answering the NAK from ``key`` for ``sqns`` with ``reason``, or None."""
 
+    @abc.abstractmethod
     def _max_ncf_entries(self) -> int:
-        raise NotImplementedError
+        """How many sequence numbers one NCF datagram holds."""
 
     # -- sending ---------------------------------------------------------------------------------------
 
