@@ -48,6 +48,7 @@ from openum.runtime import (
     MonotonicClock,
     forbid_in_callback,
 )
+from openum.runtime._threads import callback_state
 from openum.transport._interfaces import resolve_interface
 from openum.transport._source_session import SourceSessionBase
 from openum.transport.lbtrm import RmSessionPool
@@ -58,6 +59,7 @@ from openum.wire.lbmr import ResolutionRequestFlags, TopicInfo
 __all__ = ["Context", "ContextStatistics", "LogCallback"]
 
 _log = logging.getLogger("openum")
+_SEQUENTIAL = "sequential"
 _ctx_log = logging.getLogger("openum.context")
 
 #: ``log_callback(level, message)``: ``level`` is a :mod:`logging` level number.
@@ -582,10 +584,11 @@ class Context:
 
         Returns the number of callbacks run.
         """
-        forbid_in_callback("Context.process_events()")
-        self._check_sequential("process_events()")
-        self._check_open("process events")
-        if self._manual_clock:
+        if callback_state.depth or self._closed or self._manual_clock or self.operational_mode != _SEQUENTIAL:
+            # Refused (one test for the common case: a busy-waiting application calls this in a loop).
+            forbid_in_callback("Context.process_events()")
+            self._check_sequential("process_events()")
+            self._check_open("process events")
             raise InvalidStateError("this context runs on the caller's clock: use process_events_at(now_ns)")
         return self._loop.process_for(msec)
 

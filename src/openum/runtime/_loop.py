@@ -1,4 +1,4 @@
-"""The context's event loop: a selector, a timer heap and a wake-up descriptor (ARCHITECTURE.md 3).
+"""The context's event loop: a poller, a timer heap and a wake-up descriptor (ARCHITECTURE.md 3).
 
 One loop serves one context.  In embedded mode a context thread runs :meth:`EventLoop.run` until
 stopped; in sequential mode the application drives it with :meth:`EventLoop.process_for` (real time)
@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 import logging
 import os
-import selectors
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Any
 from openum._errors import InvalidStateError
 from openum.runtime._clock import NS_PER_MS, Clock, ManualClock
 from openum.runtime._event_queue import EventKind, EventQueue
+from openum.runtime._poller import default_poller
 from openum.runtime._threads import callback_state as _state
 from openum.runtime._timers import Timer, TimerHeap
 
@@ -35,15 +35,6 @@ class FdEvent(enum.IntFlag):
 
     READ = 0x1
     WRITE = 0x2
-
-
-# selectors' event mask -> what a descriptor callback is given (built once: IntFlag operators run Python
-# code, and this is looked up for every ready descriptor).
-_FIRED = {
-    selectors.EVENT_READ: FdEvent.READ,
-    selectors.EVENT_WRITE: FdEvent.WRITE,
-    selectors.EVENT_READ | selectors.EVENT_WRITE: FdEvent.READ | FdEvent.WRITE,
-}
 
 
 @dataclass(slots=True)
@@ -67,11 +58,11 @@ class EventLoop:
         self.name = name
         self._lock = threading.RLock()
         self._timers = TimerHeap()
-        self._selector = selectors.DefaultSelector()
+        self._poller = default_poller(FdEvent)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._poller.register(self._wake_r, FdEvent.READ)
         self._fds: dict[int, _FdRegistration] = {}
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._stop = False
@@ -164,7 +155,7 @@ class EventLoop:
             if event_queue is not None:
                 event_queue.attach(self)
             self._fds[fd] = _FdRegistration(fd, events, callback, clientd, event_queue)
-            self._selector.register(fd, self._sel_events(events), fd)
+            self._poller.register(fd, int(events))
         self.wake()
 
     def modify_fd(self, fd: int, events: FdEvent) -> None:
@@ -179,7 +170,7 @@ class EventLoop:
                 return
             reg.events = events
             if not reg.paused:
-                self._selector.modify(fd, self._sel_events(events), fd)
+                self._poller.modify(fd, int(events))
         self.wake()
 
     def unregister_fd(self, fd: int) -> bool:
@@ -188,22 +179,13 @@ class EventLoop:
             if reg is None:
                 return False
             if not reg.paused:
-                self._selector.unregister(fd)
+                self._poller.unregister(fd)
             if reg.event_queue is not None and not any(
                 r.event_queue is reg.event_queue for r in self._fds.values()
             ):
                 reg.event_queue.detach(self)
         self.wake()
         return True
-
-    @staticmethod
-    def _sel_events(events: FdEvent) -> int:
-        mask = 0
-        if events & FdEvent.READ:
-            mask |= selectors.EVENT_READ
-        if events & FdEvent.WRITE:
-            mask |= selectors.EVENT_WRITE
-        return mask
 
     # -- cross-thread calls --------------------------------------------------------------------------
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
@@ -236,7 +218,7 @@ class EventLoop:
         """
         self.iterations += 1
         wait_ns = timeout_ns
-        if self._calls:  # no lock needed to peek: call_soon appends first, then wakes the selector
+        if self._calls:  # no lock needed to peek: call_soon appends first, then wakes the poller
             wait_ns = 0
         elif wait_ns != 0:
             # The next timer bounds the wait.  A peek at the heap (heapq operations are atomic) unless a
@@ -251,32 +233,55 @@ class EventLoop:
                 if deadline is not None:
                     until_timer = max(0, deadline - self.clock.now_ns())
                     wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
-        events = self._selector.select(None if wait_ns is None else wait_ns / 1e9)
+        events = self._poller.poll(None if wait_ns is None else wait_ns / 1e9)
+        ran = self._fire_fds(events) if events else 0
+        if self._calls:
+            ran += self._run_calls()
+        return ran + self._fire_timers(self.clock.now_ns())
+
+    def _fire_fds(self, events: list[tuple[int, int]]) -> int:
+        """Run the callbacks of the ready descriptors (``(fd, poller mask)`` pairs).
+
+        The hot path of every received message: one callback scope (``callback_scope()``, inlined, as
+        in :meth:`_invoke`) around all of them, and each callback called directly."""
+        fds = self._fds  # a dict read is atomic; the callbacks run outside the lock anyway
+        fired = self._poller.fired
         ran = 0
-        for key, mask in events:
-            if key.data is None:
-                self._drain_wake()
-                continue
-            ran += self._fire_fd(key.data, mask)
-        ran += self._run_calls()
-        ran += self._fire_timers(self.clock.now_ns())
+        state = _state
+        state.depth += 1
+        try:
+            for fd, mask in events:
+                reg = fds.get(fd)
+                if reg is None:
+                    if fd == self._wake_r:
+                        self._drain_wake()
+                    continue  # unregistered since the poll
+                if reg.paused:
+                    continue
+                if reg.event_queue is not None:
+                    ran += self._queue_fd(reg, fired[mask])
+                    continue
+                ran += 1
+                try:
+                    reg.callback(fd, fired[mask], reg.clientd)
+                except Exception:
+                    self.log.exception(
+                        "context %s: file descriptor callback %r raised", self.name, reg.callback
+                    )
+        finally:
+            state.depth -= 1
         return ran
 
-    def _fire_fd(self, fd: int, mask: int) -> int:
-        reg = self._fds.get(fd)  # a dict read is atomic; the callback runs outside the lock anyway
-        if reg is None or reg.paused:
-            return 0
-        fired = _FIRED[mask]
-        if reg.event_queue is None:
-            self._invoke("file descriptor", reg.callback, fd, fired, reg.clientd)
-            return 1
+    def _queue_fd(self, reg: _FdRegistration, fired: FdEvent) -> int:
+        """Hand a ready descriptor's callback to its event queue; 1 when queued."""
         with self._lock:
-            if self._fds.get(fd) is not reg or reg.paused:
+            if self._fds.get(reg.fd) is not reg or reg.paused:
                 return 0
             # The descriptor stays ready until the application reads it; pause it until the queued
             # callback has run so a level-triggered descriptor does not flood the queue.
             reg.paused = True
-            self._selector.unregister(fd)
+            self._poller.unregister(reg.fd)
+        assert reg.event_queue is not None
         if not reg.event_queue.enqueue(EventKind.IO, self._queued_fd_callback, reg, fired):
             self._resume_fd(reg)
         return 1
@@ -292,7 +297,7 @@ class EventLoop:
         with self._lock:
             if self._fds.get(reg.fd) is reg and reg.paused:
                 reg.paused = False
-                self._selector.register(reg.fd, self._sel_events(reg.events), reg.fd)
+                self._poller.register(reg.fd, int(reg.events))
 
     def _run_calls(self) -> int:
         if not self._calls:  # the common case, without taking the lock
@@ -343,8 +348,16 @@ class EventLoop:
 
     def process_for(self, msec: int) -> int:
         """Sequential mode: run for ``msec`` milliseconds of the loop's clock, or until :meth:`unblock`."""
-        if msec < 0:
-            raise ValueError(f"process_events needs msec >= 0, not {msec}")
+        if msec <= 0:
+            if msec < 0:
+                raise ValueError(f"process_events needs msec >= 0, not {msec}")
+            # process_events(0), a busy-waiting application's poll: one iteration that does not wait.
+            self._running_thread = threading.current_thread()
+            try:
+                return self.run_once(0)
+            finally:
+                self._running_thread = None
+                self._unblock = False
         end = self.clock.now_ns() + msec * NS_PER_MS
         ran = 0
         self._unblock = False
@@ -387,7 +400,7 @@ class EventLoop:
         self.wake()
 
     def close(self) -> list[Timer]:
-        """Release the selector and pipe; returns the timers that never fired."""
+        """Release the poller and pipe; returns the timers that never fired."""
         with self._lock:
             if self._closed:
                 return []
@@ -400,7 +413,7 @@ class EventLoop:
         for queue in queues.values():
             if queue is not None:
                 queue.detach(self)
-        self._selector.close()
+        self._poller.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
         return pending

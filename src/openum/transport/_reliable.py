@@ -210,7 +210,7 @@ class ReliableSourceSession(SourceSessionBase):
         self.interface: str = sock.getsockname()[0]
         self.port: int = sock.getsockname()[1]
         self.rate = rate
-        self._backlog: deque[bytes] = deque()
+        self._backlog: deque[bytes | bytearray] = deque()
         self._rate_waiting = False  # a sender found the rate controller blocked: wake it at the refresh
         self.timer = EngineTimer(loop, self._poll, self._deadline)
 
@@ -239,7 +239,7 @@ class ReliableSourceSession(SourceSessionBase):
         self.start_timers()
 
     # -- sending (lock held) ---------------------------------------------------------------------------
-    def _deliver(self, data: bytes) -> None:
+    def _deliver(self, data: bytes | bytearray) -> None:
         if self._backlog:
             self._backlog.append(data)  # keep order behind what the rate controller refused
         else:

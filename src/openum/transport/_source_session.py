@@ -50,7 +50,7 @@ class SourceSessionBase(abc.ABC):
     """Topics, batching, fragmentation, TSNIs and flow control of one source transport session."""
 
     #: Counters every session keeps (subclasses add their own).
-    BASE_COUNTERS = ("datagrams_sent", "fragments_sent", "tsnis_sent", "blocked")
+    BASE_COUNTERS = ("fragments_sent", "tsnis_sent", "blocked")
 
     def __init__(
         self,
@@ -79,8 +79,10 @@ class SourceSessionBase(abc.ABC):
         self._batch_timer: int | None = None
         self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
-        self._msgs_sent = 0  # the hot path's counters (msgs_sent, bytes_sent of the statistics)
+        # The hot path's counters (msgs_sent, bytes_sent, datagrams_sent of the statistics).
+        self._msgs_sent = 0
         self._bytes_sent = 0
+        self._datagrams_sent = 0
         self._now = loop.clock.now_ns
         self._tsni_interval_ms: int = attrs.get("transport_topic_sequence_number_info_interval")
         self._tsni_active_ms: int = attrs.get("transport_topic_sequence_number_info_active_threshold") * 1000
@@ -89,8 +91,8 @@ class SourceSessionBase(abc.ABC):
 
     # -- what subclasses provide ---------------------------------------------------------------------
     @abc.abstractmethod
-    def _deliver(self, data: bytes) -> None:
-        """Send one datagram of LBMC messages (lock held)."""
+    def _deliver(self, data: bytes | bytearray) -> None:
+        """Send one datagram of LBMC messages (lock held); ``data`` is the session's to keep."""
 
     @abc.abstractmethod
     def transport_info(self) -> Any:
@@ -227,13 +229,20 @@ class SourceSessionBase(abc.ABC):
 
     def _counters(self) -> dict[str, int]:
         """The session's counters for its statistics (lock held)."""
-        return {**self._stats, "msgs_sent": self._msgs_sent, "bytes_sent": self._bytes_sent}
+        return {
+            **self._stats,
+            "msgs_sent": self._msgs_sent,
+            "bytes_sent": self._bytes_sent,
+            "datagrams_sent": self._datagrams_sent,
+        }
 
     def _flush_locked(self) -> None:
         if self._blen:
-            data = bytes(self._batch[: self._blen])
+            # A copy of the batch (one allocation): the batch buffer is reused, a transport may keep the
+            # datagram (a TCP client's backlog, a rate controller's queue, the retransmission window).
+            data = self._batch[: self._blen]
             self._blen = 0
-            self._stats["datagrams_sent"] += 1
+            self._datagrams_sent += 1
             self._deliver(data)
 
     def _append_message(self, encoded: bytes) -> None:

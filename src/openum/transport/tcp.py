@@ -257,7 +257,7 @@ class TcpSourceSession(SourceSessionBase):
             f"receivers (transport_session_maximum_buffer {self.max_buffer})"
         )
 
-    def _deliver(self, data: bytes) -> None:
+    def _deliver(self, data: bytes | bytearray) -> None:
         """Write one datagram to every receiver (lock held)."""
         for client in self.clients:
             if client.out:

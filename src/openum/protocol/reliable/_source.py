@@ -95,7 +95,7 @@ class SourceBase(abc.ABC):
     # -- hooks for the concrete transports -----------------------------------------------------------
 
     @abc.abstractmethod
-    def _encode_data(self, sqn: int, payload: bytes | memoryview) -> bytes:
+    def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
         """The DATA datagram carrying ``payload`` as sequence number ``sqn``."""
 
     def _copies(self) -> int:
@@ -144,7 +144,7 @@ class SourceBase(abc.ABC):
         """The newest sequence number written (``-1 & 0xFFFFFFFF`` before the first)."""
         return self._lead_sent & SQN_MASK
 
-    def send(self, payload: bytes | memoryview, now_ns: int) -> SendResult:
+    def send(self, payload: bytes | bytearray | memoryview, now_ns: int) -> SendResult:
         """Send one datagram carrying ``payload`` (LBMC message(s), already framed and batched).
 
         Returns :data:`REFUSED` (``refused=True``, nothing changed) while the rate controller is

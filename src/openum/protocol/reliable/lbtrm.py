@@ -167,7 +167,7 @@ class RmSource(SourceBase):
 
     # -- wire ------------------------------------------------------------------------------------------
 
-    def _encode_data(self, sqn: int, payload: bytes | memoryview) -> bytes:
+    def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
         header = bytearray(DATA_HEADER_LEN)
         encode_data_into(
             header,

@@ -234,7 +234,7 @@ class RuSource(SourceBase):
 
     # -- wire ------------------------------------------------------------------------------------------
 
-    def _encode_data(self, sqn: int, payload: bytes | memoryview) -> bytes:
+    def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
         header = bytearray(self._header_len)
         encode_data_into(
             header,
