@@ -14,7 +14,7 @@ ints) and only mask to 32 bits on the wire.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 __all__ = [
     "NS_PER_MS",
@@ -49,8 +49,7 @@ def sqn_diff(a: int, b: int) -> int:
     return ((a - b + _HALF) & SQN_MASK) - _HALF
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
+class Outgoing(NamedTuple):
     """One datagram to write.
 
     ``destination`` ``None`` means the session's multicast group and destination port (LBT-RM DATA,
@@ -62,8 +61,7 @@ class Outgoing:
     destination: Address | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Received:
+class Received(NamedTuple):
     """One transport datagram's LBMC payload, to hand upward in arrival order (never a duplicate).
 
     ``payload`` is a zero-copy slice of the datagram the engine was given: the caller must finish with
@@ -76,8 +74,7 @@ class Received:
     transport_sqn: int
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
+class SendResult(NamedTuple):
     """What :meth:`send` did with one datagram (seed 2.12.1).
 
     ``outgoing``: datagrams to write now, in order; a datagram the rate controller released since the

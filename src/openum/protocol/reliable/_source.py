@@ -251,6 +251,8 @@ class SourceBase(abc.ABC):
 
     def next_deadline(self) -> int | None:
         """When :meth:`poll` should run next (None: nothing scheduled)."""
+        if self._queued is None and not self._refused and not self._repair.pending:
+            return self._sm.due  # the common case, asked after every datagram: only the next SM
         rate = self._rate
         times: list[int] = []
         if self._sm.due is not None:
