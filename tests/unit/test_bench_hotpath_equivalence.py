@@ -225,3 +225,54 @@ def test_a_truncated_datagram_is_malformed() -> None:
     assert not demux.dispatch(memoryview(datagram), 7)
     assert calls == [("data", 1, 5, b"whole", None, 0, None)]
     assert demux.msgs_malformed == 1
+
+
+def test_the_send_path_writes_what_encode_data_writes_for_every_payload_type_and_size() -> None:
+    """``SourceSessionBase.send`` packs a size it has seen with a cached ``data_message_packer`` and
+    anything else with ``encode_data_into``; the stream a TCP source writes must be the same either way."""
+    import random
+
+    import openum
+
+    port = random.Random().randrange(20000, 31000)
+    ctx = openum.Context(
+        options=[
+            "context operational_mode sequential",
+            f"context resolver_multicast_port {port}",
+            f"context transport_tcp_port_low {port + 1}",
+            f"context transport_tcp_port_high {port + 8}",
+        ]
+    )
+    src = ctx.create_source("hotpath/send-equivalence")
+    peer = socket.create_connection(("127.0.0.1", src.session.port))
+    try:
+        for _ in range(200):
+            if src.session.clients:
+                break
+            ctx.process_events(5)
+        assert src.session.clients
+        hello = session_id_message(src.session.session_id) if src.session.session_id is not None else b""
+        sizes = [0, 5, 64, 64, 5, 300, 64, 0, 1000, 64]
+        kinds = [bytes, bytearray, memoryview]
+        payloads = [bytes([i % 251]) * size for i, size in enumerate(sizes)]
+        start = src.sequence_number
+        for i, payload in enumerate(payloads):
+            data = kinds[i % 3](payload)  # each size is sent as more than one type
+            src.send(data)
+            src.send(kinds[(i + 1) % 3](payload))
+        src.flush()
+        expected = b"".join(
+            encode_data(src.topic_index, (start + n) & 0xFFFFFFFF, payloads[n // 2])
+            for n in range(2 * len(payloads))
+        )
+        got = b""
+        peer.settimeout(5)
+        while len(got) < len(hello) + len(expected):
+            chunk = peer.recv(65536)
+            assert chunk, "the source closed the connection"
+            got += chunk
+        assert got[len(hello) :] == expected
+    finally:
+        peer.close()
+        src.close()
+        ctx.close()

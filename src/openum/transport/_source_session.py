@@ -18,7 +18,8 @@ from __future__ import annotations
 import abc
 import itertools
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 from openum._errors import ClosedError, InvalidStateError, WouldBlock
 from openum.runtime import NS_PER_MS, EventLoop, in_context_callback
@@ -31,6 +32,7 @@ from openum.wire.lbmc import (
     PropertiesLengthElement,
     TsniHeader,
     control_message,
+    data_message_packer,
     encode_data_into,
     encode_message,
     encode_properties,
@@ -43,7 +45,12 @@ FRAGMENT_OVERHEAD = 28  # data header + FRAG extension header
 PROPERTIES_FRAGMENT_OVERHEAD = 40  # ... plus the properties-length chain element
 SQN_MASK = 0xFFFFFFFF
 
-EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3  # SourceEvent values
+EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3
+
+# Payload types a data_message_packer packs (a memoryview takes encode_data_into), and how many payload
+# sizes a session keeps a packer for (applications send a handful of sizes; the rest take the slow way).
+_PACKABLE: Final = (bytes, bytearray)
+_MAX_PACKERS: Final = 64  # SourceEvent values
 
 
 class SourceSessionBase(abc.ABC):
@@ -76,6 +83,7 @@ class SourceSessionBase(abc.ABC):
         self.max_payload = datagram_max - DATA_HEADER
         self._batch = bytearray(datagram_max)
         self._blen = 0
+        self._packers: dict[int, Callable[[Any, int, int, int, int, bytes | bytearray], None]] = {}
         self._batch_timer: int | None = None
         self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
@@ -213,7 +221,17 @@ class SourceSessionBase(abc.ABC):
                 if blen + DATA_HEADER + size > self.datagram_max:
                     self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
                     blen = 0
-                self._blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
+                # One struct call per message for the payload sizes this session sends (its first
+                # message of a size takes encode_data_into and leaves a packer for the next ones).
+                pack = self._packers.get(size)
+                if pack is not None and isinstance(data, _PACKABLE):
+                    msglen = DATA_HEADER + size
+                    pack(self._batch, blen, msglen, topic_index, sqn, data)
+                    self._blen = blen + msglen
+                else:
+                    self._blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
+                    if pack is None and len(self._packers) < _MAX_PACKERS:
+                        self._packers[size] = data_message_packer(size)
                 self._bytes_sent += size
                 used = 1
             else:

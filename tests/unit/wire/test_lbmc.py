@@ -51,6 +51,7 @@ from openum.wire.lbmc import (
     UnknownHeader,
     control_message,
     data_message,
+    data_message_packer,
     decode_data_fast,
     decode_message,
     decode_message_at,
@@ -618,6 +619,29 @@ def test_hot_path_matches_record_api(tidx: int, sqn: int, payload: bytes, offset
     )
     assert decode_data_fast(memoryview(buf), end) is None  # has a header: slow path
     assert decode_message_at(buf, end)[0].topic_name == "Market/US/IBM"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    tidx=U32, sqn=U32, payload=st.binary(max_size=200), offset=st.integers(0, 16), as_bytearray=st.booleans()
+)
+def test_data_message_packer_writes_what_encode_data_into_writes(
+    tidx: int, sqn: int, payload: bytes, offset: int, as_bytearray: bool
+) -> None:
+    pack = data_message_packer(len(payload))
+    buf = bytearray(b"\xee" * (offset + 12 + len(payload) + 4))  # not zeroed: the pad bytes must be written
+    pack(buf, offset, 12 + len(payload), tidx, sqn, bytearray(payload) if as_bytearray else payload)
+    assert bytes(buf[offset : offset + 12 + len(payload)]) == encode_data(tidx, sqn, payload)
+    assert buf[offset + 12 + len(payload) :] == b"\xee" * 4  # nothing beyond the message
+
+
+def test_data_message_packer_refuses_what_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="payload size"):
+        data_message_packer(65524)
+    with pytest.raises(struct.error):
+        data_message_packer(8)(bytearray(10), 0, 20, 1, 1, b"x" * 8)  # 20 bytes into 10
+    with pytest.raises(struct.error):
+        data_message_packer(8)(bytearray(40), 0, 20, 2**32, 1, b"x" * 8)
 
 
 def test_hot_path_batch_and_slow_path_fallbacks() -> None:

@@ -63,6 +63,7 @@ from openum.wire.lbmc._chain import (
     PropertiesLengthElement,
 )
 from openum.wire.lbmc._fast import (
+    data_message_packer,
     decode_data_fast,
     encode_data,
     encode_data_into,
@@ -293,6 +294,7 @@ __all__ = [
     "UnknownHeader",
     "control_message",
     "data_message",
+    "data_message_packer",
     "decode_data_fast",
     "decode_message",
     "decode_message_at",

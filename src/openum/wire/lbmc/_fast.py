@@ -10,7 +10,8 @@ else (extension headers, other types, errors) goes through the record API in ``_
 from __future__ import annotations
 
 import struct
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from openum.wire._common import Buffer, WireError
 from openum.wire.lbmc._base import (
@@ -99,6 +100,21 @@ def encode_data_topic_into(
     if st is None and len(_DATA_TOPIC_STRUCTS) < _MAX_CACHED_SIZES:
         _DATA_TOPIC_STRUCTS[key] = struct.Struct(f">BBHII{key[0]}s{key[1]}s")
     return end
+
+
+def data_message_packer(size: int) -> Callable[[Any, int, int, int, int, bytes | bytearray], None]:
+    """A single-call encoder of a plain data message (§2.1: version 0, type DATA, no extension headers)
+    with a ``size``-byte payload, for a sender that keeps one per payload size it sends.
+
+    Call it as ``pack(buf, offset, msglen, topic_index, sqn, payload)`` with ``msglen ==
+    DATA_HEADER_LEN + size`` and ``payload`` a ``bytes`` or ``bytearray`` of exactly ``size`` bytes (a
+    ``memoryview`` cannot be packed this way: use :func:`encode_data_into`).  It writes ``msglen`` bytes
+    at ``offset`` (the version/type and next-header bytes are the struct's zero pad bytes) and raises
+    ``struct.error`` when they do not fit or a field is out of range; it is ``struct.Struct.pack_into``
+    itself, so no Python frame runs per message."""
+    if not 0 <= size <= MAX_MESSAGE_LEN - DATA_HEADER_LEN:
+        raise ValueError(f"payload size {size} is outside 0..{MAX_MESSAGE_LEN - DATA_HEADER_LEN}")
+    return struct.Struct(f">2xHII{size}s").pack_into
 
 
 def encode_data(topic_index: int, sqn: int, payload: Buffer) -> bytes:
