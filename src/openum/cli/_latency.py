@@ -46,6 +46,7 @@ from typing import Any
 
 from openum._errors import WouldBlock
 from openum._message import Message, MsgType, SourceEvent
+from openum.cli._args import counter_size, non_negative, positive
 
 __all__ = ["percentiles", "register"]
 
@@ -64,11 +65,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     ping.add_argument("topic_ping", metavar="TOPIC_PING")
     ping.add_argument("topic_pong", metavar="TOPIC_PONG")
-    ping.add_argument("--count", type=_positive, default=10000, help="measured round trips (default 10000)")
+    ping.add_argument("--count", type=positive, default=10000, help="measured round trips (default 10000)")
     ping.add_argument(
-        "--warmup", type=_non_negative, default=1000, help="round trips discarded first (default 1000)"
+        "--warmup", type=non_negative, default=1000, help="round trips discarded first (default 1000)"
     )
-    ping.add_argument("--size", type=_size, default=64, help="payload bytes, at least 8 (default 64)")
+    ping.add_argument("--size", type=counter_size, default=64, help="payload bytes, at least 8 (default 64)")
     ping.add_argument("--transport", choices=_TRANSPORTS, default=None, help="transport (default tcp)")
     ping.add_argument(
         "--mode",
@@ -109,7 +110,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pong.add_argument("topic_ping", metavar="TOPIC_PING")
     pong.add_argument("topic_pong", metavar="TOPIC_PONG")
     pong.add_argument("--transport", choices=_TRANSPORTS, default=None, help="transport (default tcp)")
-    pong.add_argument("--count", type=_positive, default=None, help="stop after this many echoes")
+    pong.add_argument("--count", type=positive, default=None, help="stop after this many echoes")
     pong.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this long")
     pong.add_argument(
         "--busy",
@@ -118,27 +119,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     pong.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     pong.set_defaults(handler=cmd_pong)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
-    return value
-
-
-def _size(text: str) -> int:
-    value = int(text)
-    if value < 8:
-        raise argparse.ArgumentTypeError(f"--size must be at least 8 bytes (the counter), not {value}")
-    return value
 
 
 def percentiles(samples_ns: list[int]) -> dict[str, float]:

@@ -27,6 +27,7 @@ from typing import Any
 from openum._errors import WouldBlock
 from openum._message import Message, MsgType, SourceEvent
 from openum._source import AVAILABLE_TRANSPORTS
+from openum.cli._args import counter_size, positive
 
 __all__ = ["register"]
 
@@ -43,8 +44,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "big-endian counter, padded to --size bytes.",
     )
     send.add_argument("topic")
-    send.add_argument("--count", type=_positive, default=1000, help="messages to send (default 1000)")
-    send.add_argument("--size", type=_size, default=64, help="payload bytes, at least 8 (default 64)")
+    send.add_argument("--count", type=positive, default=1000, help="messages to send (default 1000)")
+    send.add_argument("--size", type=counter_size, default=64, help="payload bytes, at least 8 (default 64)")
     send.add_argument(
         "--rate",
         type=float,
@@ -95,7 +96,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
             "after --timeout seconds without a data message.",
         )
         rcv.add_argument("target", metavar=what)
-        rcv.add_argument("--count", type=_positive, default=None, help="stop after this many data messages")
+        rcv.add_argument("--count", type=positive, default=None, help="stop after this many data messages")
         rcv.add_argument(
             "--timeout",
             type=float,
@@ -115,20 +116,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
             help="deliver through an event queue dispatched by the main thread",
         )
         rcv.set_defaults(handler=cmd_recv, wildcard=name == "wrecv")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _size(text: str) -> int:
-    value = int(text)
-    if value < 8:
-        raise argparse.ArgumentTypeError(f"--size must be at least 8 bytes (the counter), not {value}")
-    return value
 
 
 class _Progress:

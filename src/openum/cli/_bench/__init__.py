@@ -27,6 +27,8 @@ import sys
 import time
 from typing import Any
 
+from openum.cli._args import non_negative, positive
+
 __all__ = ["register"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -55,12 +57,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--peers", type=_names, default=None, metavar="LIST", help="peers: pyzmq,zenoh (default both)"
     )
     p.add_argument(
-        "--count", type=_positive, default=1_000_000, help="messages per throughput run (default 1000000)"
+        "--count", type=positive, default=1_000_000, help="messages per throughput run (default 1000000)"
     )
     p.add_argument("--size", type=_size, default=64, help="payload bytes for throughput and latency (64)")
-    p.add_argument("--repeat", type=_positive, default=3, help="runs of each system; medians (default 3)")
-    p.add_argument("--pings", type=_positive, default=10_000, help="measured round trips per run (10000)")
-    p.add_argument("--warmup", type=_non_negative, default=1000, help="discarded round trips (1000)")
+    p.add_argument("--repeat", type=positive, default=3, help="runs of each system; medians (default 3)")
+    p.add_argument("--pings", type=positive, default=10_000, help="measured round trips per run (10000)")
+    p.add_argument("--warmup", type=non_negative, default=1000, help="discarded round trips (1000)")
     p.add_argument(
         "--busy",
         action="store_true",
@@ -81,13 +83,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--sweep-count",
-        type=_positive,
+        type=positive,
         default=None,
         help="messages per sweep run, capped at --sweep-mb of payload (default: 200000 or --count, "
         "the smaller)",
     )
-    p.add_argument("--sweep-mb", type=_positive, default=128, help="payload MB per sweep run at most (128)")
-    p.add_argument("--sweep-repeat", type=_positive, default=1, help="runs per size and system (default 1)")
+    p.add_argument("--sweep-mb", type=positive, default=128, help="payload MB per sweep run at most (128)")
+    p.add_argument("--sweep-repeat", type=positive, default=1, help="runs per size and system (default 1)")
     p.add_argument("--no-sweep", action="store_true", help="skip the size sweep")
     p.add_argument(
         "--rate-duration",
@@ -96,7 +98,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="length of each maximum-sustainable-rate probe (default 5; UM's method uses 60)",
     )
-    p.add_argument("--rate-steps", type=_positive, default=6, help="binary search steps (default 6)")
+    p.add_argument("--rate-steps", type=positive, default=6, help="binary search steps (default 6)")
     p.add_argument(
         "--rate-start",
         type=float,
@@ -108,7 +110,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     memory = p.add_mutually_exclusive_group()
     memory.add_argument(
         "--memory",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         dest="memory_count",
@@ -142,20 +144,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def _names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
-    return value
 
 
 def _size(text: str) -> int:
