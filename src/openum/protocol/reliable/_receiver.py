@@ -7,6 +7,7 @@ nothing at all was heard for the activity timeout (EOS, seed 8.11.6), and runs a
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Final
 
@@ -28,7 +29,7 @@ EMPTY_IN: Final[Sequence[Received]] = ()
 EMPTY_OUT: Final[Sequence[Outgoing]] = ()
 
 
-class ReceiverBase:
+class ReceiverBase(abc.ABC):
     """Activity timing, counters and the loss detector of one receiving session."""
 
     __slots__ = ("_activity", "_counters", "_deadline", "_det", "_ended", "_heard")
@@ -91,8 +92,9 @@ class ReceiverBase:
         self._ended = True
         return SessionEnded(reason)
 
+    @abc.abstractmethod
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
-        raise NotImplementedError
+        """The transport's NAK datagrams for ``packets`` (lists of wire sqns, one list per NAK)."""
 
     def _run_detector(self, now_ns: int, out: list[Outgoing], events: list[ReceiverEvent]) -> None:
         """NAKs and give-ups due at ``now_ns``, plus the detector's pending events."""

@@ -12,6 +12,7 @@ Implements ``../shared/wire/lbmc-pdm-srs.md``:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import struct
 from collections.abc import Callable
@@ -156,7 +157,7 @@ class HeaderType(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Header:
+class Header(abc.ABC):
     """One LBMC extension header.  ``code`` is its type code; ``encode_body`` gives the bytes after
     the two-byte ``next_hdr``/``hdr_len`` prefix (which the message encoder writes)."""
 
@@ -166,8 +167,9 @@ class Header:
         """The wire type code (a class constant except for :class:`UnknownHeader`)."""
         return self.code
 
+    @abc.abstractmethod
     def encode_body(self) -> bytes:
-        raise NotImplementedError
+        """The header's bytes after its ``next_hdr``/``hdr_len`` prefix."""
 
 
 _DECODERS: dict[int, Callable[[memoryview], Header]] = {}

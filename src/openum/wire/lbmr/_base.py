@@ -8,6 +8,7 @@ and the option layouts that several option families repeat (W1 §6.2, §9.5, §9
 
 from __future__ import annotations
 
+import abc
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -123,18 +124,18 @@ def _read_name(data: bytes, off: int, end: int, what: str, max_len: int = _NAME_
 # --------------------------------------------------------------------------------------- bodies
 
 
-class _Body:
+class _Body(abc.ABC):
     __slots__ = ()
 
+    @abc.abstractmethod
     def _encode(self, vt: int) -> bytes:
         """The whole message; ``vt`` is the first byte's version and options bits."""
-        raise NotImplementedError
 
 
 # --------------------------------------------------------------------------------------- options
 
 
-class _Option:
+class _Option(abc.ABC):
     """Base of the fixed-type options; subclasses are frozen slotted dataclasses."""
 
     __slots__ = ()
@@ -143,12 +144,14 @@ class _Option:
     SIZE: ClassVar[int]
     VARIABLE: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def _pack(self) -> bytes:
-        raise NotImplementedError
+        """The option's whole bytes (its 4-byte header included)."""
 
     @classmethod
+    @abc.abstractmethod
     def _unpack(cls, data: bytes, off: int, olen: int) -> Self:
-        raise NotImplementedError
+        """Decode the ``olen``-byte option at ``data[off:]``; WireError if malformed."""
 
 
 def _option_bytes(otype: int, flags: int, payload: bytes) -> bytes:

@@ -6,6 +6,7 @@ known transport accepts only its documented sizes, and an unknown one is kept wh
 
 from __future__ import annotations
 
+import abc
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,16 +29,18 @@ _XP_LBTRM: Final = struct.Struct(">4s4sIHH")
 _XP_HOST: Final = struct.Struct(">IIH")  # host id, session id, transport id (IPC, SMX)
 
 
-class _Transport:
+class _Transport(abc.ABC):
     __slots__ = ()
     TYPE: ClassVar[int]
 
+    @abc.abstractmethod
     def _pack(self) -> bytes:
-        raise NotImplementedError
+        """The transport information after its type and length bytes."""
 
     @classmethod
+    @abc.abstractmethod
     def _unpack(cls, data: bytes, off: int, tlen: int) -> Self:
-        raise NotImplementedError
+        """Decode ``tlen`` bytes of transport information at ``data[off:]``; WireError if malformed."""
 
 
 def _wrong_tlen(name: str, tlen: int, allowed: str) -> WireError:
