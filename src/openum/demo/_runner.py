@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from openum.demo._control import Settings, parse_marker
@@ -243,7 +243,7 @@ def _drive(
             continue
         marker = parse_marker(line) if stream == "out" else None
         if marker is None:
-            print(f"[{role}] {line}", file=relay if stream == "out" else sys.stderr, flush=True)
+            _relay(role, stream, line, relay)
             continue
         kind, payload = marker
         if kind == "ready" and role == "sub":
@@ -254,15 +254,21 @@ def _drive(
                 sub.tell(f"expect {int(payload.get('sent', 0))}")
 
 
+def _relay(role: str, stream: str, line: str, relay: IO[str]) -> None:
+    """Print a child's line, prefixed with its role: its stdout to ``relay``, its stderr to stderr."""
+    print(f"[{role}] {line}", file=relay if stream == "out" else sys.stderr, flush=True)
+
+
 def _drain(
     children: dict[str, _Child],
     lines: queue.Queue[tuple[str, str, str | None]],
     relay: IO[str],
     deadline: float,
     roles: Sequence[str] | None = None,
+    relay_line: Callable[[str, str, str, IO[str]], None] = _relay,
 ) -> None:
-    """Relay what the children still print until ``roles`` (default all) closed their output, or
-    ``deadline``."""
+    """Relay what the children still print (through ``relay_line``) until ``roles`` (default all) closed
+    their output, or ``deadline``."""
     while not all(children[r].finished for r in (roles or children) if r in children):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -277,7 +283,7 @@ def _drain(
             continue
         marker = parse_marker(line) if stream == "out" else None
         if marker is None:
-            print(f"[{role}] {line}", file=relay if stream == "out" else sys.stderr, flush=True)
+            relay_line(role, stream, line, relay)
         elif marker[0] == "summary" and isinstance(marker[1], dict):
             child.summary = marker[1]
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from openum.demo._control import Settings, parse_marker
-from openum.demo._runner import STOP_TIMEOUT, _Child, _terminated, run_demo
+from openum.demo._runner import STOP_TIMEOUT, _Child, _drain, _terminated, run_demo
+from openum.demo._runner import _relay as _relay_line
 from openum.demo.ticks import topics_for
 
 __all__ = ["run_spark_demo"]
@@ -144,7 +145,7 @@ def run_spark_demo(
         )
         for child in children.values():
             child.tell("stop")
-        _drain(children, lines, relay, time.monotonic() + 3 * STOP_TIMEOUT)
+        _drain(children, lines, relay, time.monotonic() + 3 * STOP_TIMEOUT, relay_line=_relay)
     finally:
         for child in children.values():
             if not child.finished:
@@ -203,9 +204,10 @@ def _publisher_argv(settings: Settings, config_args: Sequence[str]) -> list[str]
 
 
 def _relay(role: str, stream: str, line: str, relay: IO[str]) -> None:
+    """:func:`openum.demo._runner._relay` without Spark's known noise on stderr."""
     if stream == "err" and (line.startswith(_NOISE) or line.startswith("\tat java.base/java.util.regex")):
         return
-    print(f"[{role}] {line}", file=relay if stream == "out" else sys.stderr, flush=True)
+    _relay_line(role, stream, line, relay)
 
 
 def _drive(
@@ -223,7 +225,7 @@ def _drive(
             problems.append("the run did not finish in time; the children were stopped")
             for child in children.values():
                 child.tell("stop")
-            _drain(children, lines, relay, now + 3 * STOP_TIMEOUT)
+            _drain(children, lines, relay, now + 3 * STOP_TIMEOUT, relay_line=_relay)
             return
         if spark_done_at is not None and not ana.finished and now - spark_done_at >= ANALYTICS_GRACE:
             ana.tell("stop")
@@ -252,31 +254,6 @@ def _drive(
             child.summary = payload
             if role == "pub":
                 spark.tell(f"expect {int(payload.get('sent', 0))}")
-
-
-def _drain(
-    children: dict[str, _Child],
-    lines: queue.Queue[tuple[str, str, str | None]],
-    relay: IO[str],
-    deadline: float,
-) -> None:
-    while not all(c.finished for c in children.values()):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return
-        try:
-            role, stream, line = lines.get(timeout=min(0.5, remaining))
-        except queue.Empty:
-            continue
-        child = children[role]
-        if line is None:
-            child.open_streams -= 1
-            continue
-        marker = parse_marker(line) if stream == "out" else None
-        if marker is None:
-            _relay(role, stream, line, relay)
-        elif marker[0] == "summary" and isinstance(marker[1], dict):
-            child.summary = marker[1]
 
 
 def _judge(
