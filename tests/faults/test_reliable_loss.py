@@ -15,16 +15,14 @@ batch (27 messages) missing at the start and no loss event, as UM itself would b
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from tests.integration.pubsub import Processes
+from tests.integration.pubsub import Processes, last_json
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -98,22 +96,6 @@ def netns(request: pytest.FixtureRequest) -> Iterator[Namespace]:
         ns.delete()
 
 
-@pytest.fixture
-def procs() -> Iterator[Processes]:
-    p = Processes()
-    try:
-        yield p
-    finally:
-        p.close()
-
-
-def _summary(text: str) -> dict[str, Any]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert lines, "no output"
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
-
-
 @pytest.mark.parametrize("transport", ["lbtrm", "lbtru"])
 def test_200k_messages_arrive_in_order_under_5_percent_iptables_loss(
     transport: str, netns: Namespace, procs: Processes
@@ -146,7 +128,7 @@ def test_200k_messages_arrive_in_order_under_5_percent_iptables_loss(
     assert send.returncode == 0, send_err
     recv_out, recv_err = recv.communicate(timeout=120)
     assert recv.returncode == 0, (recv_out[-2000:], recv_err[-2000:])
-    sent, got = _summary(send_out), _summary(recv_out)
+    sent, got = last_json(send_out), last_json(recv_out)
     assert sent["sent"] == MESSAGES
     assert got["received"] == MESSAGES
     assert got["gaps"] == got["duplicates"] == got["out_of_order"] == 0, got

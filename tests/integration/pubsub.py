@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,23 @@ class Processes:
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None and not stream.closed:
                     stream.close()
+
+
+def last_json(text: str) -> dict[str, Any]:
+    """The JSON summary an ``openum`` command prints on its last non-empty line (``--json``)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines, "no output"
+    summary: dict[str, Any] = json.loads(lines[-1])
+    return summary
+
+
+def processes() -> Iterator[Processes]:
+    """The body of the ``procs`` fixture (tests/conftest.py): child processes closed at the end."""
+    p = Processes()
+    try:
+        yield p
+    finally:
+        p.close()
 
 
 def stays_false(predicate: Callable[[], bool], seconds: float) -> bool:

@@ -5,15 +5,13 @@ Each test has its own resolver port and TCP port range, so it never meets anothe
 
 from __future__ import annotations
 
-import json
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from openum.cli._latency import percentiles
-from tests.integration.pubsub import Ports, Processes
+from tests.integration.pubsub import Ports, Processes, last_json
 
 RTT_KEYS = {"min", "p50", "p90", "p99", "p999", "max"}
 
@@ -21,22 +19,6 @@ RTT_KEYS = {"min", "p50", "p90", "p99", "p999", "max"}
 @pytest.fixture
 def ports() -> Ports:
     return Ports.allocate()
-
-
-@pytest.fixture
-def procs() -> Iterator[Processes]:
-    p = Processes()
-    try:
-        yield p
-    finally:
-        p.close()
-
-
-def last_json(text: str) -> dict[str, Any]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert lines, "no output"
-    summary: dict[str, Any] = json.loads(lines[-1])
-    return summary
 
 
 def ping_pong(

@@ -8,12 +8,10 @@ are in ``tests/faults``.
 
 from __future__ import annotations
 
-import json
 import random
 import socket
 import struct
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -24,7 +22,7 @@ from openum.transport._reliable import ReliableSourceStatistics, loss_hook_from_
 from openum.wire.lbtrm import RmData
 from openum.wire.lbtrm import encode as rm_encode
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents
+from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, last_json
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 TRANSPORTS = ("lbtrm", "lbtru")
@@ -33,15 +31,6 @@ TRANSPORTS = ("lbtrm", "lbtru")
 @pytest.fixture
 def ports() -> Ports:
     return Ports.allocate()
-
-
-@pytest.fixture
-def procs() -> Iterator[Processes]:
-    p = Processes()
-    try:
-        yield p
-    finally:
-        p.close()
 
 
 class Contexts:
@@ -68,13 +57,6 @@ def contexts(ports: Ports) -> Iterator[Contexts]:
         yield c
     finally:
         c.close()
-
-
-def last_json(text: str) -> dict[str, Any]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert lines, "no output"
-    summary: dict[str, Any] = json.loads(lines[-1])
-    return summary
 
 
 def joined(ctx: openum.Context, transport: str, sessions: int = 1) -> bool:

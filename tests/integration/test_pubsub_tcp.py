@@ -9,7 +9,6 @@ contexts.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import signal
 import socket
@@ -25,7 +24,7 @@ from openum import MsgType, SendFlags, SourceEvent, SourceString
 from openum.wire.lbmc import PropertyType, SessionIdHeader, TypedValue, decode_message_at
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, stays_false
+from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, last_json, stays_false
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 LOSS, BURST = MsgType.UNRECOVERABLE_LOSS, MsgType.UNRECOVERABLE_LOSS_BURST
@@ -79,22 +78,6 @@ def harness(ports: Ports) -> Iterator[Harness]:
         yield h
     finally:
         h.close()
-
-
-@pytest.fixture
-def procs() -> Iterator[Processes]:
-    p = Processes()
-    try:
-        yield p
-    finally:
-        p.close()
-
-
-def last_json(text: str) -> dict[str, Any]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert lines, "no output"
-    summary: dict[str, Any] = json.loads(lines[-1])
-    return summary
 
 
 def connected_source(
