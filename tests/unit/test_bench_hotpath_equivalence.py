@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import socket
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import openum
 from openum.runtime import EventLoop, MonotonicClock
 from openum.transport._demux import LbmcDemux
 from openum.transport.tcp_receiver import TcpReceiverSession
@@ -230,10 +232,6 @@ def test_a_truncated_datagram_is_malformed() -> None:
 def test_the_send_path_writes_what_encode_data_writes_for_every_payload_type_and_size() -> None:
     """``SourceSessionBase.send`` packs a size it has seen with a cached ``data_message_packer`` and
     anything else with ``encode_data_into``; the stream a TCP source writes must be the same either way."""
-    import random
-
-    import openum
-
     port = random.Random().randrange(20000, 31000)
     ctx = openum.Context(
         options=[
