@@ -52,6 +52,7 @@ __all__ = ["percentiles", "register"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _COUNTER = struct.Struct(">Q")
+_DATA = MsgType.DATA  # read once: an enum member lookup runs Python code in 3.11
 _TRANSPORTS = ("tcp", "lbtru", "lbtrm", "lbtipc", "lbtsmx")
 
 
@@ -205,7 +206,7 @@ class _Pinger:
             self.would_block += 1
 
     def on_message(self, msg: Message) -> None:
-        if msg.type is not MsgType.DATA:
+        if msg.type is not _DATA:
             return
         now = time.perf_counter_ns()
         data = msg.data
@@ -372,7 +373,7 @@ class _Ponger:
         self.done = threading.Event()
 
     def on_message(self, msg: Message) -> None:
-        if msg.type is not MsgType.DATA or self.src is None:
+        if msg.type is not _DATA or self.src is None:
             return
         data = msg.data
         if self.pending:

@@ -214,11 +214,10 @@ class ReliableSourceSession(SourceSessionBase):
         self._rate_waiting = False  # a sender found the rate controller blocked: wake it at the refresh
         self.timer = EngineTimer(loop, self._poll, self._deadline)
 
-    # -- what LBT-RM and LBT-RU do differently ---------------------------------------------------------
-    @abc.abstractmethod
-    def _default_destination(self) -> Address:
-        """Where an :class:`Outgoing` without a destination goes."""
+    #: Where an :class:`Outgoing` without a destination goes (LBT-RM: the group; LBT-RU has none).
+    destination: Address | None = None
 
+    # -- what LBT-RM and LBT-RU do differently ---------------------------------------------------------
     @abc.abstractmethod
     def _input(
         self, data: bytes, sender: Address, now: int
@@ -243,7 +242,7 @@ class ReliableSourceSession(SourceSessionBase):
         if self._backlog:
             self._backlog.append(data)  # keep order behind what the rate controller refused
         else:
-            result = self.engine.send(data, self.loop.clock.now_ns())
+            result = self.engine.send(data, self._now())
             if result.refused:
                 self._backlog.append(data)
             self._send(result.outgoing)
@@ -270,7 +269,8 @@ class ReliableSourceSession(SourceSessionBase):
 
     def _send(self, outgoing: Iterable[Outgoing]) -> None:
         for out in outgoing:
-            destination = out.destination or self._default_destination()
+            destination = out.destination or self.destination
+            assert destination is not None, "an LBT-RU datagram without a client address"
             try:
                 self.sock.sendto(out.data, destination)
             except (BlockingIOError, InterruptedError):

@@ -104,6 +104,7 @@ class RmSourceSession(ReliableSourceSession):
         self.group = group
         self.dest_port = dest_port
         self.session_id = session_id
+        self.destination = (group, dest_port)
 
     @property
     def label(self) -> str:
@@ -112,9 +113,6 @@ class RmSourceSession(ReliableSourceSession):
     def transport_info(self) -> LbtrmTransport:
         """What topic resolution advertises for the session's sources."""
         return LbtrmTransport(self.interface, self.group, self.session_id, self.dest_port, self.port)
-
-    def _default_destination(self) -> Address:
-        return (self.group, self.dest_port)
 
     def _input(
         self, data: bytes, sender: Address, now: int
@@ -340,7 +338,7 @@ class RmReceiving:
             if session is None:
                 self.dgrams_dropped_unknown += 1  # a session this context has not joined, or garbage
                 continue
-            session.datagram(memoryview(data), (addr[0], addr[1]), now)
+            session.datagram(memoryview(data), addr, now)  # an IPv4 socket's address: (host, port)
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
         sock = self._nak_sock

@@ -100,9 +100,6 @@ class RuSourceSession(ReliableSourceSession):
     def _connected_peers(self) -> list[Any]:
         return list(self.ru.clients)
 
-    def _default_destination(self) -> Address:
-        raise AssertionError("every LBT-RU datagram has a client address")
-
     def _input(
         self, data: bytes, sender: Address, now: int
     ) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
@@ -261,12 +258,11 @@ class RuReceiving:
             if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
                 continue
-            sender = (addr[0], addr[1])
-            session = sessions.get(sender)
+            session = sessions.get(addr)  # an IPv4 socket's addresses are (host, port) pairs
             if session is None:
                 self.dgrams_dropped_unknown += 1  # not a source this context has joined
                 continue
-            session.datagram(memoryview(data), sender, now)
+            session.datagram(memoryview(data), addr, now)
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
         sock = self._sock

@@ -38,7 +38,7 @@ Decoders raise :class:`~openum.wire._common.WireError` and nothing else for malf
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
@@ -69,6 +69,7 @@ __all__ = [
     "RmOption",
     "RmRecord",
     "RmSessionMessage",
+    "data_header_packer",
     "decode",
     "decode_data_header",
     "encode",
@@ -454,6 +455,25 @@ def encode_data_into(
     except (struct.error, TypeError) as exc:
         raise WireError(f"cannot encode LBT-RM DATA header: {exc}") from exc
     return DATA_HEADER_LEN
+
+
+def data_header_packer(
+    ucast_port: int, session_id: int, flags: int = FLAG_UCAST_NAKS
+) -> Callable[[int, int], bytes]:
+    """Hot path: ``pack(sqn, trail_sqn)`` returning one session's 20-byte DATA header (no options, no FEC).
+
+    The session's constants are checked and bound once; each call is one precompiled ``struct`` pack,
+    and its bytes equal what :func:`encode_data_into` writes for the same values.  ``sqn`` and
+    ``trail_sqn`` must be u32 (``struct.error`` otherwise: the caller masks them).
+    """
+    _base_fields(ucast_port, session_id)
+    _flags_fec(flags, 0, 0)
+    pack = _DATA.pack
+
+    def pack_header(sqn: int, trail_sqn: int) -> bytes:
+        return pack(TYPE_DATA, _NHDR_DATA, ucast_port, session_id, sqn, trail_sqn, flags, 0, 0)
+
+    return pack_header
 
 
 # --- decoding ------------------------------------------------------------------------------------

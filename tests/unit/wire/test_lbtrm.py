@@ -167,6 +167,33 @@ def test_encode_data_into_refuses_read_only_buffer() -> None:
         lbtrm.encode_data_into(bytes(40), 0, 0, 0, ucast_port=PORT, session_id=SID)  # type: ignore[arg-type]
 
 
+@given(
+    port=st.integers(0, 0xFFFF),
+    sid=st.integers(0, 0xFFFFFFFF),
+    sqn=st.integers(0, 0xFFFFFFFF),
+    trail=st.integers(0, 0xFFFFFFFF),
+)
+def test_data_header_packer_writes_what_encode_data_into_writes(
+    port: int, sid: int, sqn: int, trail: int
+) -> None:
+    buf = bytearray(lbtrm.DATA_HEADER_LEN)
+    lbtrm.encode_data_into(buf, 0, sqn, trail, FLAG_UCAST_NAKS, ucast_port=port, session_id=sid)
+    assert lbtrm.data_header_packer(port, sid)(sqn, trail) == bytes(buf)
+
+
+def test_data_header_packer_matches_the_verified_packet() -> None:
+    header = lbtrm.data_header_packer(PORT, SID)(0, 0)
+    assert header + DATA_HEX[20:] == DATA_HEX
+
+
+@pytest.mark.parametrize(
+    ("port", "sid", "flags"), [(70000, SID, 0x80), (PORT, 1 << 32, 0x80), (PORT, SID, 0x81)]
+)
+def test_data_header_packer_refuses_bad_session_constants(port: int, sid: int, flags: int) -> None:
+    with pytest.raises(WireError):
+        lbtrm.data_header_packer(port, sid, flags)
+
+
 def test_decode_data_header() -> None:
     assert lbtrm.decode_data_header(RX_HEX) == (PORT, SID, 5, 0, 0xA0, 20)
     assert lbtrm.decode_data_header(memoryview(DATA_HEX)) == (PORT, SID, 0, 0, 0x80, 20)

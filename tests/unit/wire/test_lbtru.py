@@ -189,6 +189,29 @@ def test_encode_data_into_refuses_with_wire_error(size: int, kwargs: dict[str, i
         lbtru.encode_data_into(bytearray(size), 0, **args)  # type: ignore[arg-type]
 
 
+@given(
+    sid=st.one_of(st.none(), st.integers(0, 0xFFFFFFFF)),
+    sqn=st.integers(0, 0xFFFFFFFF),
+    trail=st.integers(0, 0xFFFFFFFF),
+)
+def test_data_header_packer_writes_what_encode_data_into_writes(
+    sid: int | None, sqn: int, trail: int
+) -> None:
+    buf = bytearray(lbtru.DATA_HEADER_LEN + (8 if sid is not None else 0))
+    lbtru.encode_data_into(buf, 0, sqn, trail, session_id=sid)
+    assert lbtru.data_header_packer(sid)(sqn, trail) == bytes(buf)
+
+
+def test_data_header_packer_matches_the_verified_packet() -> None:
+    header = lbtru.data_header_packer(SID)(0, 0)
+    assert header + DATA_HEX[20:] == DATA_HEX
+
+
+def test_data_header_packer_refuses_a_bad_session_id() -> None:
+    with pytest.raises(WireError):
+        lbtru.data_header_packer(1 << 32)
+
+
 def test_decode_data_header_paths() -> None:
     assert lbtru.decode_data_header(DATA_HEX) == (0, 0, 0, SID, 20)
     assert lbtru.decode_data_header(RX_HEX) == (FLAG_RX, 2, 0, SID, 20)

@@ -180,6 +180,16 @@ class LossDetector:
         self.started = True
         self._next = next_wire
 
+    def in_order(self, wire: int) -> bool:
+        """Hot path: when ``wire`` is the next sequence number expected, nothing is missing and no event
+        waits, take it (exactly what :meth:`data` does then: verdict NEW, no timer to run) and return
+        True; otherwise return False with nothing changed (call :meth:`data`)."""
+        nxt = self._next
+        if wire != nxt & SQN_MASK or self._losses or self._events or not self.started:
+            return False
+        self._next = nxt + 1
+        return True
+
     def data(self, wire: int, wire_trail: int, retransmission: bool, now_ns: int) -> int:
         """A DATA datagram (original or retransmission) with sequence number ``wire`` arrived."""
         if not self.started:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from openum.protocol.reliable._common import NS_PER_MS
 
@@ -48,6 +48,13 @@ class RateDecision(enum.Enum):
     SEND = "send"  # within the budget: write it now
     QUEUE = "queue"  # over the budget: held, the send succeeds, the controller is now blocked
     REFUSE = "refuse"  # blocked: nothing accepted (WouldBlock)
+
+
+# The members as plain module constants: reading ``RateDecision.SEND`` runs Python code in 3.11's enum
+# (~60 ns), and offer_data runs for every datagram.
+_SEND: Final = RateDecision.SEND
+_QUEUE: Final = RateDecision.QUEUE
+_REFUSE: Final = RateDecision.REFUSE
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,22 +181,22 @@ class RateController:
         self._refresh(now_ns)
         if self._queued_owner is not None:
             self._refused += 1
-            return RateDecision.REFUSE
+            return _REFUSE
         if not self._data_allow:
             self._data_bytes += nbytes
-            return RateDecision.SEND
+            return _SEND
         need = nbytes * 8000
         if need <= self._data_avail:
             self._data_avail -= need
             self._data_bytes += nbytes
-            return RateDecision.SEND
+            return _SEND
         self._queued_owner = owner
         self._queued_need = need
         self._queued_total += 1
         # The rest of this interval's budget is too small for it and is forfeited: the datagram goes out
         # from the next interval's fresh budget, so no interval ever carries more than its own budget.
         self._data_avail = 0
-        return RateDecision.QUEUE
+        return _QUEUE
 
     def take_release(self, owner: object, now_ns: int) -> bool:
         """True once when ``owner``'s queued datagram has been released: write it now."""

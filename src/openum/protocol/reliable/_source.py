@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from openum.protocol.reliable._common import (
     NS_PER_MS,
@@ -29,6 +29,9 @@ from openum.protocol.reliable._window import TransmissionWindow
 __all__ = ["SourceBase"]
 
 _UNBLOCKED = SourceUnblocked()
+# Read once: an enum member lookup runs Python code in 3.11, and send() runs for every datagram.
+_SEND: Final = RateDecision.SEND
+_REFUSE: Final = RateDecision.REFUSE
 
 
 class SourceBase(abc.ABC):
@@ -103,7 +106,7 @@ class SourceBase(abc.ABC):
         return 1
 
     @abc.abstractmethod
-    def _data_outgoing(self, datagram: bytes) -> list[Outgoing]:
+    def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
         """Where a new DATA datagram goes (one multicast send, or one copy per unicast client)."""
 
     @abc.abstractmethod
@@ -156,34 +159,36 @@ class SourceBase(abc.ABC):
                 f"datagram of {nbytes} bytes exceeds the datagram max size {self._datagram_max_size}"
             )
         decision = self._rate.offer_data(self, nbytes * self._copies(), now_ns)
-        if decision is RateDecision.REFUSE:
+        if decision is _REFUSE:
             self._refused = True
             self._sends_refused += 1
             return REFUSED
-        out = self._take_released(now_ns)
+        # A datagram the rate controller released since the last call goes first.
+        released = self._take_released(now_ns) if self._queued is not None else ()
         window = self._window
         window.make_room(len(payload))
         sqn = window.next
         datagram = self._encode_data(sqn, payload)
         window.append(datagram)
-        if decision is RateDecision.SEND:
-            out += self._transmit(sqn, datagram, now_ns)
-            return SendResult(tuple(out), sqn=sqn & SQN_MASK)
+        if decision is _SEND:
+            out = self._transmit(sqn, datagram, now_ns)
+            return SendResult(released + out if released else out, sqn=sqn & SQN_MASK)
         self._queued = datagram
         self._rctlr_data_msgs += 1
-        return SendResult(tuple(out), queued=True, sqn=sqn & SQN_MASK)
+        return SendResult(released, queued=True, sqn=sqn & SQN_MASK)
 
-    def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> list[Outgoing]:
+    def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
         out = self._data_outgoing(datagram)
+        copies = len(out)
         self._lead_sent = sqn
-        self._msgs_sent += len(out)
-        self._bytes_sent += len(datagram) * len(out)
+        self._msgs_sent += copies
+        self._bytes_sent += len(datagram) * copies
         self._sm.activity(now_ns)
         return out
 
-    def _take_released(self, now_ns: int) -> list[Outgoing]:
+    def _take_released(self, now_ns: int) -> tuple[Outgoing, ...]:
         if self._queued is None or not self._rate.take_release(self, now_ns):
-            return []
+            return ()
         datagram, self._queued = self._queued, None
         return self._transmit(self._lead_sent + 1, datagram, now_ns)
 
@@ -235,7 +240,7 @@ class SourceBase(abc.ABC):
         self._refused = False
 
     def _poll_common(self, now_ns: int) -> tuple[list[Outgoing], list[SourceEvent]]:
-        out = self._take_released(now_ns)
+        out = list(self._take_released(now_ns))
         events: list[SourceEvent] = []
         if self._refused and not self._rate.blocked(now_ns):
             self._refused = False

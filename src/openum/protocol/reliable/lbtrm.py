@@ -56,10 +56,10 @@ from openum.wire.lbtrm import (
     RmNak,
     RmNcf,
     RmSessionMessage,
+    data_header_packer,
     decode,
     decode_data_header,
     encode,
-    encode_data_into,
 )
 
 __all__ = ["RmReceiver", "RmReceiverParams", "RmSource", "RmSourceParams"]
@@ -127,7 +127,7 @@ class RmReceiverParams:
 class RmSource(SourceBase):
     """The sending side of one LBT-RM transport session."""
 
-    __slots__ = ("_port", "_sid")
+    __slots__ = ("_header", "_port", "_sid")
 
     def __init__(
         self,
@@ -155,6 +155,7 @@ class RmSource(SourceBase):
         )
         self._sid = session_id
         self._port = nak_port
+        self._header = data_header_packer(nak_port, session_id)
         del now_ns  # nothing is sent before the first datagram (seed 8.11: "created but not started")
 
     @property
@@ -168,20 +169,10 @@ class RmSource(SourceBase):
     # -- wire ------------------------------------------------------------------------------------------
 
     def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
-        header = bytearray(DATA_HEADER_LEN)
-        encode_data_into(
-            header,
-            0,
-            sqn & SQN_MASK,
-            self._window.trail & SQN_MASK,
-            FLAG_UCAST_NAKS,
-            ucast_port=self._port,
-            session_id=self._sid,
-        )
-        return bytes(header) + payload
+        return self._header(sqn & SQN_MASK, self._window.trail & SQN_MASK) + payload
 
-    def _data_outgoing(self, datagram: bytes) -> list[Outgoing]:
-        return [Outgoing(datagram)]
+    def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
+        return (Outgoing(datagram),)
 
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
         buf = bytearray(datagram)
@@ -323,14 +314,19 @@ class RmReceiver(ReceiverBase):
                 if sid != self._sid or port != self._port:
                     drops.sid += 1
                     return EMPTY_IN, EMPTY_OUT, ()
-                if self._heard_now(now_ns):
-                    events.append(_ACTIVE)
                 c = self._counters
                 c.msgs_rcved += 1
                 c.bytes_rcved += n
                 rx = bool(flags & FLAG_RX)
                 if rx:
                     c.rxs_rcved += 1
+                if self._heard and det.in_order(sqn):
+                    # The common case: the next datagram of an active session, nothing missing.
+                    self._deadline = now_ns + self._activity
+                    view = data if isinstance(data, memoryview) else memoryview(data)
+                    return [Received(view[offset:], rx, sqn)], EMPTY_OUT, ()
+                if self._heard_now(now_ns):
+                    events.append(_ACTIVE)
                 if det.data(sqn, trail, rx, now_ns) == Verdict.NEW:
                     view = data if isinstance(data, memoryview) else memoryview(data)
                     received = [Received(view[offset:], rx, sqn)]
@@ -375,7 +371,8 @@ class RmReceiver(ReceiverBase):
     def next_deadline(self) -> int | None:
         if self._ended:
             return None
-        return self._detector_deadline(self._deadline)
+        due = self._det.next_deadline()  # asked after every datagram: _detector_deadline() inlined
+        return self._deadline if due is None or due > self._deadline else due
 
     def statistics(self) -> RmReceiverStatistics:
         return RmReceiverStatistics(**self._counters.fields(self._det))

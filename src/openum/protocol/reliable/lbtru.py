@@ -67,10 +67,10 @@ from openum.wire.lbtru import (
     RuOption,
     RuRst,
     RuSessionMessage,
+    data_header_packer,
     decode,
     decode_data_header,
     encode,
-    encode_data_into,
     make_options,
 )
 
@@ -177,6 +177,7 @@ class RuSource(SourceBase):
         "_client_timeout",
         "_clients",
         "_creqs_rcved",
+        "_header",
         "_last_client_id",
         "_max_ncf",
         "_opts",
@@ -213,6 +214,7 @@ class RuSource(SourceBase):
             rate=rate,
         )
         self._sid = session_id
+        self._header = data_header_packer(session_id if self._use_sid else None)
         self._max_ncf = min(0xFFFF, (params.datagram_max_size - 12 - opt_len) // 4)
         self._client_timeout = params.client_activity_timeout * NS_PER_MS
         self._clients: dict[Address, _Client] = {}  # least recently heard first
@@ -235,22 +237,13 @@ class RuSource(SourceBase):
     # -- wire ------------------------------------------------------------------------------------------
 
     def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
-        header = bytearray(self._header_len)
-        encode_data_into(
-            header,
-            0,
-            sqn & SQN_MASK,
-            self._window.trail & SQN_MASK,
-            0,
-            session_id=self._sid if self._use_sid else None,
-        )
-        return bytes(header) + payload
+        return self._header(sqn & SQN_MASK, self._window.trail & SQN_MASK) + payload
 
     def _copies(self) -> int:
         return len(self._clients)
 
-    def _data_outgoing(self, datagram: bytes) -> list[Outgoing]:
-        return [Outgoing(datagram, address) for address in self._clients]
+    def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
+        return tuple([Outgoing(datagram, address) for address in self._clients])
 
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
         if key not in self._clients:
@@ -507,13 +500,18 @@ class RuReceiver(ReceiverBase):
                 if sid != self._sid:
                     drops.sid += 1
                     return EMPTY_IN, EMPTY_OUT, ()
-                self._arrived("traffic", now_ns, events)
                 c = self._counters
                 c.msgs_rcved += 1
                 c.bytes_rcved += len(data)
                 rx = bool(flags & FLAG_RX)
                 if rx:
                     c.rxs_rcved += 1
+                if self._heard and self._state is _CONNECTED and det.in_order(sqn):
+                    # The common case: the next datagram of a connected session, nothing missing.
+                    self._deadline = now_ns + self._activity
+                    view = data if isinstance(data, memoryview) else memoryview(data)
+                    return [Received(view[offset:], rx, sqn)], EMPTY_OUT, ()
+                self._arrived("traffic", now_ns, events)
                 if det.data(sqn, trail, rx, now_ns) == Verdict.NEW:
                     view = data if isinstance(data, memoryview) else memoryview(data)
                     received = [Received(view[offset:], rx, sqn)]
