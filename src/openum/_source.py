@@ -129,8 +129,14 @@ class Source:
         """
         if self.closed:
             raise ClosedError(f"source {self.topic!r} is closed")
-        if type(data) is not bytes and not isinstance(data, (bytearray, memoryview)):
-            raise TypeError(f"send() takes bytes-like data, not {type(data).__name__} (encode text first)")
+        if type(data) is not bytes:
+            if type(data) is memoryview:
+                if data.ndim != 1 or data.itemsize != 1 or not data.c_contiguous:
+                    data = data.tobytes()  # the message carries the view's bytes, in order
+            elif not isinstance(data, bytearray):
+                raise TypeError(
+                    f"send() takes bytes-like data, not {type(data).__name__} (encode text first)"
+                )
         if not flags and properties is None:  # the common case: no flags to read, no properties
             return self.session.send(self, data, False, False, self._holding, None)
         block = None if properties is None else _properties(properties)

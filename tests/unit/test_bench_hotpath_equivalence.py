@@ -10,6 +10,7 @@ a datagram of many messages must be dispatched as each message alone would be.
 
 from __future__ import annotations
 
+import array
 import itertools
 import logging
 import random
@@ -270,6 +271,23 @@ def test_the_send_path_writes_what_encode_data_writes_for_every_payload_type_and
             assert chunk, "the source closed the connection"
             got += chunk
         assert got[len(hello) :] == expected
+        # A memoryview of wider items or with strides carries its bytes, in order (its len() does not
+        # count them).
+        start = src.sequence_number
+        odd = [memoryview(array.array("I", [1, 2, 3])), memoryview(bytes(range(20)))[::2]]
+        for view in odd:
+            src.send(view)
+        src.flush()
+        expected = b"".join(
+            encode_data(src.topic_index, (start + n) & 0xFFFFFFFF, view.tobytes())
+            for n, view in enumerate(odd)
+        )
+        got = b""
+        while len(got) < len(expected):
+            chunk = peer.recv(65536)
+            assert chunk, "the source closed the connection"
+            got += chunk
+        assert got == expected
     finally:
         peer.close()
         src.close()

@@ -47,9 +47,8 @@ SQN_MASK = 0xFFFFFFFF
 
 EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3
 
-# Payload types a data_message_packer packs (a memoryview takes encode_data_into), and how many payload
-# sizes a session keeps a packer for (applications send a handful of sizes; the rest take the slow way).
-_PACKABLE: Final = (bytes, bytearray)
+# How many payload sizes a session keeps a packer for (applications send a handful of sizes; the rest
+# take the slow way).
 _MAX_PACKERS: Final = 64  # SourceEvent values
 
 
@@ -222,11 +221,19 @@ class SourceSessionBase(abc.ABC):
                     self._flush_locked()  # never overflow the datagram (seed 8.6.1, rule 3)
                     blen = 0
                 # One struct call per message for the payload sizes this session sends (its first
-                # message of a size takes encode_data_into and leaves a packer for the next ones).
+                # message of a size takes encode_data_into and leaves a packer for the next ones); a
+                # struct packs bytes, so a memoryview (a byte view: Source.send saw to it) is copied.
                 pack = self._packers.get(size)
-                if pack is not None and isinstance(data, _PACKABLE):
+                if pack is not None:
                     msglen = DATA_HEADER + size
-                    pack(self._batch, blen, msglen, topic_index, sqn, data)
+                    pack(
+                        self._batch,
+                        blen,
+                        msglen,
+                        topic_index,
+                        sqn,
+                        data if type(data) is not memoryview else data.tobytes(),
+                    )
                     self._blen = blen + msglen
                 else:
                     self._blen = encode_data_into(self._batch, blen, topic_index, sqn, data)
