@@ -621,16 +621,18 @@ def decode_data_header(buf: Buffer) -> tuple[int, int, int, int | None, int]:
     payload is ``buf[payload_offset:]``.  Test ``flags & FLAG_RX`` for retransmissions.
     """
     size = len(buf)
-    if size < DATA_HEADER_LEN:
+    if size >= _DATA_SID.size:
+        # What openum always sends, read in one call: the header and exactly one SID option.
+        ver_type, next_hdr, flags, sqn, trail, opt_next, opt_len, _, sid = _DATA_SID.unpack_from(buf, 0)
+        if ver_type == TYPE_DATA and next_hdr == NHDR_SID and opt_next == NHDR_DATA and opt_len == 8:
+            return flags, sqn, trail, sid, _DATA_SID.size
+    elif size < DATA_HEADER_LEN:
         raise WireError(f"truncated LBT-RU DATA header: {size} of {DATA_HEADER_LEN} bytes", offset=0)
     ver_type, next_hdr, flags, sqn, trail = _DATA.unpack_from(buf, 0)
     if ver_type != TYPE_DATA:  # version nibble 0 and type DATA in one compare
         raise WireError(f"not an LBT-RU DATA packet (ver/type {ver_type:#04x})", offset=0)
     if next_hdr == NHDR_DATA:
         return flags, sqn, trail, None, DATA_HEADER_LEN
-    if next_hdr == NHDR_SID and size >= _DATA_SID.size and buf[12] == NHDR_DATA and buf[13] == 8:
-        # What openum always sends: exactly one SID option.
-        return flags, sqn, trail, _DATA_SID.unpack_from(buf, 0)[8], _DATA_SID.size
     options, offset = _read_options(buf, DATA_HEADER_LEN, next_hdr)
     sid = next((o.session_id for o in options if isinstance(o, RuSidOption)), None)
     return flags, sqn, trail, sid, offset

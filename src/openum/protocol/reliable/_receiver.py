@@ -105,7 +105,3 @@ class ReceiverBase(abc.ABC):
             if packets:
                 out += self._naks(packets)
         events += det.take_events()
-
-    def _detector_deadline(self, deadline: int) -> int:
-        due = self._det.next_deadline()
-        return deadline if due is None else min(deadline, due)

@@ -205,7 +205,7 @@ class SmTimer:
     SM is due ``minimum`` later; while the session stays idle the interval doubles up to ``maximum``.
     """
 
-    __slots__ = ("_due", "_interval", "_max", "_min")
+    __slots__ = ("_interval", "_max", "_min", "due")
 
     def __init__(self, minimum_ns: int, maximum_ns: int) -> None:
         if minimum_ns <= 0 or maximum_ns < minimum_ns:
@@ -213,21 +213,18 @@ class SmTimer:
         self._min = minimum_ns
         self._max = maximum_ns
         self._interval = minimum_ns
-        self._due: int | None = None
-
-    @property
-    def due(self) -> int | None:
-        return self._due
+        #: When the next SM is due (None: the session has not started).  Read-only for others.
+        self.due: int | None = None
 
     def activity(self, now_ns: int) -> None:
         """Traffic went out: restart the idle backoff."""
         self._interval = self._min
-        self._due = now_ns + self._min
+        self.due = now_ns + self._min
 
     def fire(self, now_ns: int) -> bool:
         """True when an SM is due now (and schedule the next one, twice as far, capped)."""
-        if self._due is None or now_ns < self._due:
+        if self.due is None or now_ns < self.due:
             return False
         self._interval = min(self._interval * 2, self._max)
-        self._due = now_ns + self._interval
+        self.due = now_ns + self._interval
         return True

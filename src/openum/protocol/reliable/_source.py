@@ -166,8 +166,7 @@ class SourceBase(abc.ABC):
         # A datagram the rate controller released since the last call goes first.
         released = self._take_released(now_ns) if self._queued is not None else ()
         window = self._window
-        window.make_room(len(payload))
-        sqn = window.next
+        sqn = window.make_room(len(payload))
         datagram = self._encode_data(sqn, payload)
         window.append(datagram)
         if decision is _SEND:

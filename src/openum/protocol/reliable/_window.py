@@ -64,17 +64,20 @@ class TransmissionWindow:
             return payload + overhead > self._limit
         return False
 
-    def make_room(self, payload_len: int) -> None:
-        """Drop the oldest datagrams until one more of ``payload_len`` payload bytes fits.
+    def make_room(self, payload_len: int) -> int:
+        """Drop the oldest datagrams until one more of ``payload_len`` payload bytes fits; return the
+        sequence number it will get (:attr:`next`).
 
         A datagram bigger than the whole window empties it; it is still kept after :meth:`append`
         (until the next call), so a window of 0 bytes retains only the newest datagram.
         """
         entries = self._entries
-        hdr = self._header_len
-        while entries and self._over(payload_len, 1):
-            self._bytes -= len(entries.popleft()) - hdr
-            self._trail += 1
+        if self._bytes + payload_len > self._size or self._limit:  # else it fits: the common case
+            hdr = self._header_len
+            while entries and self._over(payload_len, 1):
+                self._bytes -= len(entries.popleft()) - hdr
+                self._trail += 1
+        return self._trail + len(entries)
 
     def append(self, datagram: bytes) -> int:
         """Keep ``datagram`` (call :meth:`make_room` first); return its sequence number."""
