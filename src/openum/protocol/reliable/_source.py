@@ -171,10 +171,11 @@ class SourceBase(abc.ABC):
         window.append(datagram)
         if decision is _SEND:
             out = self._transmit(sqn, datagram, now_ns)
-            return SendResult(released + out if released else out, sqn=sqn & SQN_MASK)
+            # Positional: a NamedTuple's keyword arguments cost more than the rest of the tuple.
+            return SendResult(released + out if released else out, False, False, sqn & SQN_MASK)
         self._queued = datagram
         self._rctlr_data_msgs += 1
-        return SendResult(released, queued=True, sqn=sqn & SQN_MASK)
+        return SendResult(released, True, False, sqn & SQN_MASK)
 
     def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
         out = self._data_outgoing(datagram)
