@@ -11,8 +11,15 @@ instruction counts:
   read, stream framing, LBMC decode, demultiplexing, delivery controller, ``Message``, callback.
 * ``send``: ``Source.send(payload)`` on a TCP source with one connected plain socket as its receiver,
   drained after every 1000 sends: flags, flow control, batching, encoding, the socket writes.
+* ``echo``: one round at a time through both paths (a plain socket plays the remote source and
+  receiver): the TCP part of a round trip, per event-loop iteration.
+* ``roundtrip``: a whole openum round trip on any transport (``--transport tcp|lbtru|lbtrm``) in one
+  thread: two sequential-mode contexts, ping and pong, each waiting in ``process_events`` until its
+  callback unblocks it (no spinning).  Both hops' Python and system calls, without process switches:
+  what the reliability engines add to a round trip shows here first.  Rounds per second.
 
-    python bench/hotpath_bench.py [receive|send|both] [--count 200000] [--size 64] [--runs 5] [--json]
+    python bench/hotpath_bench.py [receive|send|echo|roundtrip|both] [--count 200000] [--size 64]
+                                  [--runs 5] [--transport tcp] [--json]
     valgrind --tool=callgrind --callgrind-out-file=cg.out python bench/hotpath_bench.py receive --runs 1
 
 Results are messages per second (median of ``--runs`` after one warm-up run).
@@ -249,24 +256,113 @@ class EchoBench:
         self.rx.close()
 
 
+class RoundTripBench:
+    """Ping and pong as two sequential-mode contexts driven by one thread (see the module docstring)."""
+
+    def __init__(self, count: int, size: int, transport: str = "tcp") -> None:
+        self.count = count
+        options = [
+            *_options(),
+            f"source transport {transport}",
+            # The UDP transports' default rate limit (10 Mbit/s) is not what is measured here.
+            "context transport_lbtrm_data_rate_limit 1000000000",
+            "context transport_lbtru_data_rate_limit 1000000000",
+        ]
+        self.ping_ctx = openum.Context(options=options)
+        # The pong's LBT-RM source on its own group, as openum bench does: on one group each context
+        # would also read its own datagrams back through multicast loopback.
+        self.pong_ctx = openum.Context(
+            options=[*options, "source transport_lbtrm_multicast_address 224.10.10.11"]
+        )
+        self.ping_src = self.ping_ctx.create_source(TOPIC + "/ping")
+        self.pong_src = self.pong_ctx.create_source(TOPIC + "/pong")
+        flags = openum.SendFlags.FLUSH | openum.SendFlags.NONBLOCK
+        data_type = openum.MsgType.DATA
+        self.flags = flags
+        self.rounds = 0
+        pong_send, pong_unblock = self.pong_src.send, self.pong_ctx.unblock
+        ping_unblock = self.ping_ctx.unblock
+
+        def on_ping(msg: Any) -> None:
+            if msg.type is data_type:
+                pong_send(msg.data, flags)
+                pong_unblock()
+
+        def on_pong(msg: Any) -> None:
+            if msg.type is data_type:
+                self.rounds += 1
+                ping_unblock()
+
+        self.pong_rcv = self.pong_ctx.create_receiver(TOPIC + "/ping", on_ping)
+        self.ping_rcv = self.ping_ctx.create_receiver(TOPIC + "/pong", on_pong)
+        self.payload = bytes(size)
+        # Topic resolution and the transports' connection setup: ping until an echo comes back.
+        deadline = time.monotonic() + 10
+        while not self.rounds:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"roundtrip bench: no echo over {transport} within 10 s")
+            self.ping_src.send(self.payload, flags)
+            for _ in range(10):
+                self.ping_ctx.process_events(2)
+                self.pong_ctx.process_events(2)
+
+    def run(self) -> float:
+        send, payload, flags = self.ping_src.send, self.payload, self.flags
+        ping, pong = self.ping_ctx.process_events, self.pong_ctx.process_events
+        start_rounds = self.rounds
+        start = time.perf_counter()
+        for _ in range(self.count):
+            send(payload, flags)
+            pong(100)  # returns when the pong's callback has echoed (unblock), or after 100 ms
+            ping(100)
+        seconds = time.perf_counter() - start
+        done = self.rounds - start_rounds
+        if done != self.count:
+            raise SystemExit(
+                f"roundtrip bench: {done} of {self.count} rounds completed (a message was lost?)"
+            )
+        return self.count / seconds
+
+    def close(self) -> None:
+        for obj in (self.ping_rcv, self.pong_rcv, self.ping_src, self.pong_src):
+            obj.close()
+        for ctx in (self.ping_ctx, self.pong_ctx):
+            ctx.process_events(0)
+            ctx.close()
+
+
 def _measure(bench: Any, runs: int) -> list[float]:
     bench.run()  # warm-up: caches, struct formats, first-message paths
     return [bench.run() for _ in range(runs)]
 
 
-BENCHES: dict[str, Any] = {"receive": ReceiveBench, "send": SendBench, "echo": EchoBench}
+BENCHES: dict[str, Any] = {
+    "receive": ReceiveBench,
+    "send": SendBench,
+    "echo": EchoBench,
+    "roundtrip": RoundTripBench,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("which", nargs="?", choices=("receive", "send", "echo", "both"), default="both")
-    parser.add_argument("--count", type=int, default=200_000)
+    parser.add_argument(
+        "which", nargs="?", choices=("receive", "send", "echo", "roundtrip", "both"), default="both"
+    )
+    parser.add_argument(
+        "--count", type=int, default=None, help="messages per run (200000; rounds for echo/roundtrip: 20000)"
+    )
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--transport", choices=("tcp", "lbtru", "lbtrm"), default="tcp", help="roundtrip only"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.count is None:
+        args.count = 20_000 if args.which in ("echo", "roundtrip") else 200_000
     result: dict[str, Any] = {
         "count": args.count,
         "size": args.size,
@@ -276,7 +372,11 @@ def main() -> None:
     }
     kinds = ("receive", "send") if args.which == "both" else (args.which,)
     for kind in kinds:
-        bench = BENCHES[kind](args.count, args.size)
+        if kind == "roundtrip":
+            bench = RoundTripBench(args.count, args.size, args.transport)
+            result["transport"] = args.transport
+        else:
+            bench = BENCHES[kind](args.count, args.size)
         try:
             rates = _measure(bench, args.runs)
         finally:
@@ -291,7 +391,12 @@ def main() -> None:
     for kind in kinds:
         r = result[kind]
         runs = ", ".join(f"{x:,}" for x in r["all"])
-        print(f"{kind:8s} {r['median_msgs_per_sec']:>10,} msgs/s  (runs: {runs})")
+        if kind in ("echo", "roundtrip"):
+            rate = r["median_msgs_per_sec"]
+            where = f" over {args.transport}" if kind == "roundtrip" else ""
+            print(f"{kind:8s} {rate:>10,} rounds/s = {1e6 / rate:.1f} us per round{where}  (runs: {runs})")
+        else:
+            print(f"{kind:8s} {r['median_msgs_per_sec']:>10,} msgs/s  (runs: {runs})")
 
 
 if __name__ == "__main__":
