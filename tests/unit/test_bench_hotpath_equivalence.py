@@ -27,12 +27,16 @@ from openum.transport._demux import LbmcDemux
 from openum.transport.tcp_receiver import TcpReceiverSession
 from openum.wire import WireError
 from openum.wire.lbmc import (
+    FRAGMENT_HEADER_LEN,
+    AppHeaderChain,
     FragmentHeader,
     LbmcMessage,
     MessageType,
+    PropertiesLengthElement,
     TsniHeader,
     control_message,
     decode_data_fast,
+    decode_message_at,
     encode_data,
     encode_message,
 )
@@ -220,6 +224,53 @@ def test_a_datagram_of_many_messages_is_dispatched_like_each_message_alone(
     assert demux_whole.lbm_msgs_no_topic_rcved == demux_alone.lbm_msgs_no_topic_rcved
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    tidx=st.sampled_from([1, 2, 3]),
+    sqn=st.integers(0, 2**32 - 1),
+    first=st.integers(0, 2**32 - 1),
+    offset=st.integers(0, 2**32 - 1),
+    total=st.integers(0, 2**32 - 1),
+    payload=st.binary(max_size=100),
+    with_properties_length=st.booleans(),
+    flags=st.sampled_from([0, 0x8]),
+)
+def test_a_fragment_is_dispatched_as_the_record_path_dispatches_it(
+    tidx: int,
+    sqn: int,
+    first: int,
+    offset: int,
+    total: int,
+    payload: bytes,
+    with_properties_length: bool,
+    flags: int,
+) -> None:
+    """``dispatch`` reads a fragment whose only extension header is FRAG inline; one with more headers
+    (here a properties-length chain) takes the record path; both must hand the topic what ``_data`` does
+    with the decoded record."""
+    headers: tuple[Any, ...] = (FragmentHeader(first, offset, total),)
+    if with_properties_length:
+        headers += (AppHeaderChain((PropertiesLengthElement(3),)),)
+    raw = encode_message(LbmcMessage(MessageType.DATA, tidx, sqn, headers, payload))
+    fast: list[tuple[Any, ...]] = []
+    reference: list[tuple[Any, ...]] = []
+    demux_fast, demux_ref = LbmcDemux(), LbmcDemux()
+    for t in SUBSCRIBED:
+        demux_fast.topics[t] = Recorder(t, fast)
+        demux_ref.topics[t] = Recorder(t, reference)
+    assert demux_fast.dispatch(memoryview(raw), 7, flags)
+    msg, _ = decode_message_at(memoryview(raw), 0)
+    demux_ref._data(msg, 7, flags)
+    assert [c[:5] for c in fast] == [c[:5] for c in reference]
+    assert [type(c[6]) for c in fast] == [type(c[6]) for c in reference]
+    assert (demux_fast.lbm_msgs_rcved, demux_fast.lbm_msgs_no_topic_rcved) == (
+        demux_ref.lbm_msgs_rcved,
+        demux_ref.lbm_msgs_no_topic_rcved,
+    )
+    if tidx in SUBSCRIBED:
+        assert fast and fast[0][4] == (first, offset, total)
+
+
 def test_a_truncated_datagram_is_malformed() -> None:
     demux = LbmcDemux()
     calls: list[tuple[Any, ...]] = []
@@ -288,6 +339,29 @@ def test_the_send_path_writes_what_encode_data_writes_for_every_payload_type_and
             assert chunk, "the source closed the connection"
             got += chunk
         assert got == expected
+        # A message larger than a datagram after a small one: fragments written straight into the batch
+        # (the last, short one joins nothing: every fragment is flushed as its own datagram) equal the
+        # record API's fragments.
+        start = src.sequence_number
+        chunk = src.session.datagram_max - FRAGMENT_HEADER_LEN
+        big = bytes(range(256)) * ((2 * chunk + 1000) // 256 + 1)
+        src.send(b"small")
+        src.send(memoryview(big))
+        src.flush()
+        expected = encode_data(src.topic_index, start, b"small")
+        for i, at in enumerate(range(0, len(big), chunk)):
+            frag = FragmentHeader(start + 1, at, len(big))
+            piece = big[at : at + chunk]
+            expected += encode_message(
+                LbmcMessage(MessageType.DATA, src.topic_index, start + 1 + i, (frag,), piece)
+            )
+        got = b""
+        while len(got) < len(expected):
+            chunk_read = peer.recv(1 << 20)
+            assert chunk_read, "the source closed the connection"
+            got += chunk_read
+        assert got == expected
+        assert src.sequence_number == start + 1 + 3
     finally:
         peer.close()
         src.close()

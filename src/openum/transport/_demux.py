@@ -19,11 +19,14 @@ from openum.wire import WireError
 from openum.wire.lbmc import (
     CONTROL_HEADER_LEN,
     DATA_HEADER_LEN,
+    FRAGMENT_HEADER_LEN,
     AppHeaderChain,
     FragmentHeader,
+    HeaderType,
     MessageType,
     PropertiesLengthElement,
     TsniHeader,
+    decode_fragment_fields,
     decode_message_at,
     decode_properties,
 )
@@ -35,6 +38,7 @@ FLAG_RETRANSMIT = 0x8  # LBM_MSG_FLAG_RETRANSMIT
 # The plain data header (wire lbmc §2.1): ver/type, next header, msglen, topic index, sqn.
 _unpack_data: Final = struct.Struct(">BBHII").unpack_from
 _unpack_head: Final = struct.Struct(">BxH").unpack_from  # ver/type, msglen: every message starts so
+_FRAG: Final = int(HeaderType.FRAG)
 _DATA_TYPES: Final = frozenset({0x0, 0x2, 0xA})  # DATA, RETRANSMISSION, ... (wire lbtrm-lbtru-lbttcp §6.2)
 _CONTROL_TYPES: Final = frozenset({0x1, 0x8})
 
@@ -102,6 +106,20 @@ class LbmcDemux:
                         handler.on_data(sqn, view[offset + DATA_HEADER_LEN : nxt], now_ns, None, flags, None)
                     offset = nxt
                     continue
+                # A fragment of a large message as sources write them (FRAG the only extension header),
+                # also without building a record.
+                if not ver_type and first == _FRAG and nxt <= end:
+                    fragment = decode_fragment_fields(view, offset, msglen)
+                    if fragment is not None:
+                        self.lbm_msgs_rcved += 1
+                        handler = topics.get(tidx)
+                        if handler is None:
+                            self.lbm_msgs_no_topic_rcved += 1
+                        else:
+                            payload = view[offset + FRAGMENT_HEADER_LEN : nxt]
+                            handler.on_data(sqn, payload, now_ns, fragment, flags, None)
+                        offset = nxt
+                        continue
             try:
                 msg, offset = decode_message_at(view, offset)
             except WireError:

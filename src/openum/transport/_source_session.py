@@ -24,6 +24,7 @@ from typing import Any, Final
 from openum._errors import ClosedError, InvalidStateError, WouldBlock
 from openum.runtime import NS_PER_MS, EventLoop, in_context_callback
 from openum.wire.lbmc import (
+    FRAGMENT_HEADER_LEN,
     AppHeaderChain,
     FragmentHeader,
     LbmcMessage,
@@ -34,6 +35,7 @@ from openum.wire.lbmc import (
     control_message,
     data_message_packer,
     encode_data_into,
+    encode_fragment_into,
     encode_message,
     encode_properties,
 )
@@ -41,7 +43,7 @@ from openum.wire.lbmc import (
 __all__ = ["EVENT_CONNECT", "EVENT_DISCONNECT", "EVENT_WAKEUP", "SQN_MASK", "SourceSessionBase"]
 
 DATA_HEADER = 12
-FRAGMENT_OVERHEAD = 28  # data header + FRAG extension header
+FRAGMENT_OVERHEAD = FRAGMENT_HEADER_LEN  # 28: data header + FRAG extension header
 PROPERTIES_FRAGMENT_OVERHEAD = 40  # ... plus the properties-length chain element
 SQN_MASK = 0xFFFFFFFF
 
@@ -293,14 +295,13 @@ class SourceSessionBase(abc.ABC):
             )
             self._bytes_sent += len(data)
             return 1
-        whole = bytes(data)
-        headers_extra: tuple[AppHeaderChain, ...] = ()
-        overhead = FRAGMENT_OVERHEAD
-        if properties is not None:
-            block = encode_properties(properties)
-            whole += block
-            headers_extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
-            overhead = PROPERTIES_FRAGMENT_OVERHEAD
+        if properties is None:
+            return self._send_fragments(topic_index, sqn, data)
+        # With properties: the block follows the payload and every fragment announces its length.
+        block = encode_properties(properties)
+        whole = bytes(data) + block
+        headers_extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
+        overhead = PROPERTIES_FRAGMENT_OVERHEAD
         chunk = self.datagram_max - overhead
         total = len(whole)
         count = (total + chunk - 1) // chunk
@@ -315,6 +316,28 @@ class SourceSessionBase(abc.ABC):
             self._flush_locked()  # each fragment is its own datagram
         self._stats["fragments_sent"] += count
         self._bytes_sent += len(data)
+        return count
+
+    def _send_fragments(self, topic_index: int, sqn: int, data: bytes | bytearray | memoryview) -> int:
+        """A message without properties larger than a datagram: one fragment per datagram, each written
+        straight into the batch (``encode_fragment_into``) from a view of the payload (no copies but
+        the one into the batch)."""
+        view = memoryview(data)
+        total = len(view)
+        chunk = self.datagram_max - FRAGMENT_OVERHEAD
+        count = (total + chunk - 1) // chunk
+        batch = self._batch
+        for i in range(count):
+            offset = i * chunk
+            piece = view[offset : offset + chunk]
+            if self._blen + FRAGMENT_OVERHEAD + len(piece) > self.datagram_max:
+                self._flush_locked()
+            self._blen = encode_fragment_into(
+                batch, self._blen, topic_index, (sqn + i) & SQN_MASK, sqn, offset, total, piece
+            )
+            self._flush_locked()  # each fragment is its own datagram
+        self._stats["fragments_sent"] += count
+        self._bytes_sent += total
         return count
 
     def flush(self) -> None:

@@ -53,6 +53,7 @@ from openum.wire.lbmc import (
     data_message,
     data_message_packer,
     decode_data_fast,
+    decode_fragment_fields,
     decode_message,
     decode_message_at,
     decode_messages,
@@ -60,6 +61,7 @@ from openum.wire.lbmc import (
     encode_data,
     encode_data_into,
     encode_data_topic_into,
+    encode_fragment_into,
     encode_message,
     encode_message_into,
     encode_properties,
@@ -781,3 +783,54 @@ def test_dataclass_records_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         hdr.first_sqn = 5  # type: ignore[misc]
     assert not hasattr(hdr, "__dict__")
+
+
+@given(
+    tidx=U32,
+    sqn=U32,
+    first=U32,
+    frag_offset=U32,
+    total=U32,
+    payload=st.binary(max_size=300),
+    offset=st.integers(0, 16),
+    as_view=st.booleans(),
+)
+def test_fragment_hot_path_matches_record_api(
+    tidx: int, sqn: int, first: int, frag_offset: int, total: int, payload: bytes, offset: int, as_view: bool
+) -> None:
+    record = LbmcMessage(MessageType.DATA, tidx, sqn, (FragmentHeader(first, frag_offset, total),), payload)
+    expected = encode_message(record)
+    buf = bytearray(b"\xee" * (offset + len(expected) + 4))
+    end = encode_fragment_into(
+        buf, offset, tidx, sqn, first, frag_offset, total, memoryview(payload) if as_view else payload
+    )
+    assert end == offset + len(expected) == offset + lbmc.FRAGMENT_HEADER_LEN + len(payload)
+    assert bytes(buf[offset:end]) == expected
+    assert buf[end:] == b"\xee" * 4
+    # and back: the receiver's hot path reads what the record decoder reads
+    view = memoryview(buf)
+    assert decode_fragment_fields(view, offset, len(expected)) == (first, frag_offset, total)
+    decoded, _ = decode_message_at(view, offset)
+    assert decoded.header(FragmentHeader) == FragmentHeader(first, frag_offset, total)
+    assert bytes(decoded.payload) == payload
+
+
+def test_fragment_fields_refuse_other_shapes() -> None:
+    frag = FragmentHeader(1, 0, 10)
+    with_batch = encode_message(
+        LbmcMessage(MessageType.DATA, 1, 1, (frag, BatchHeader(BatchHeader.START)), b"x")
+    )
+    assert decode_fragment_fields(memoryview(with_batch), 0, len(with_batch)) is None  # FRAG not alone
+    plain = encode_fragment_into(bytearray(40), 0, 1, 1, 1, 0, 10, b"x")
+    assert plain == 29
+    assert decode_fragment_fields(memoryview(bytearray(29)), 0, 27) is None  # shorter than the header
+
+
+@pytest.mark.parametrize(
+    ("size", "offset", "sqn"),
+    [(20, 0, 0), (40, -1, 0), (40, 0, 1 << 32), (lbmc.MAX_MESSAGE_LEN + 100, 0, 0)],
+)
+def test_encode_fragment_into_refuses_with_wire_error(size: int, offset: int, sqn: int) -> None:
+    payload = b"p" * (lbmc.MAX_MESSAGE_LEN if size > lbmc.MAX_MESSAGE_LEN else 1)
+    with pytest.raises(WireError):
+        encode_fragment_into(bytearray(size), offset, 1, sqn, 0, 0, 1, payload)

@@ -63,11 +63,14 @@ from openum.wire.lbmc._chain import (
     PropertiesLengthElement,
 )
 from openum.wire.lbmc._fast import (
+    FRAGMENT_HEADER_LEN,
     data_message_packer,
     decode_data_fast,
+    decode_fragment_fields,
     encode_data,
     encode_data_into,
     encode_data_topic_into,
+    encode_fragment_into,
     topic_name_block,
 )
 from openum.wire.lbmc._headers_core import (
@@ -188,6 +191,7 @@ __all__ = [
     "CONTROL_HEADER_LEN",
     "DATA_HEADER_LEN",
     "DATA_TYPES",
+    "FRAGMENT_HEADER_LEN",
     "LBMC_VERSION",
     "MAX_HEADER_BODY_LEN",
     "MAX_MESSAGE_LEN",
@@ -296,6 +300,7 @@ __all__ = [
     "data_message",
     "data_message_packer",
     "decode_data_fast",
+    "decode_fragment_fields",
     "decode_message",
     "decode_message_at",
     "decode_messages",
@@ -303,6 +308,7 @@ __all__ = [
     "encode_data",
     "encode_data_into",
     "encode_data_topic_into",
+    "encode_fragment_into",
     "encode_message",
     "encode_message_into",
     "encode_properties",

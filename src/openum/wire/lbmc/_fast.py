@@ -117,6 +117,74 @@ def data_message_packer(size: int) -> Callable[[Any, int, int, int, int, bytes |
     return struct.Struct(f">2xHII{size}s").pack_into
 
 
+#: A data message whose only extension header is FRAG (§2.4): the data header, then FRAG's next-header
+#: (DATA), length (16), flags, first sqn, offset and total length.  ``FRAGMENT_HEADER_LEN`` bytes.
+_FRAG_MSG: Final = struct.Struct(">BBHIIBBHIII")
+FRAGMENT_HEADER_LEN: Final = _FRAG_MSG.size  # 28
+_FRAG: Final = int(HeaderType.FRAG)
+_FRAG_HDR_LEN: Final = _FRAG_MSG.size - DATA_HEADER_LEN  # 16: FRAG's hdr_len
+_unpack_frag_fields: Final = struct.Struct(">BBHIII").unpack_from  # FRAG from its next-header byte on
+
+
+def encode_fragment_into(
+    buf: bytearray | memoryview,
+    offset: int,
+    topic_index: int,
+    sqn: int,
+    first_sqn: int,
+    fragment_offset: int,
+    total_length: int,
+    payload: Buffer,
+) -> int:
+    """Write one fragment of a large message (a data message with a FRAG header and nothing else) at
+    ``offset``; return the end offset.
+
+    The bytes equal :func:`~openum.wire.lbmc.encode_message` of ``LbmcMessage(MessageType.DATA,
+    topic_index, sqn, (FragmentHeader(first_sqn, fragment_offset, total_length),), payload)``, written
+    with one ``struct`` call and one copy of the payload.  Raises :class:`WireError` when it does not fit
+    in ``buf`` or in one LBMC message, or a field is out of range."""
+    size = FRAGMENT_HEADER_LEN + len(payload)
+    end = offset + size
+    if size > MAX_MESSAGE_LEN or end > len(buf) or offset < 0:
+        raise _encode_error(offset, size, buf, ValueError("out of range"))
+    try:
+        _FRAG_MSG.pack_into(
+            buf,
+            offset,
+            0,
+            _FRAG,
+            size,
+            topic_index,
+            sqn,
+            _NHDR_DATA,
+            _FRAG_HDR_LEN,
+            0,
+            first_sqn,
+            fragment_offset,
+            total_length,
+        )
+    except struct.error as exc:
+        raise _encode_error(offset, size, buf, exc) from None
+    buf[offset + FRAGMENT_HEADER_LEN : end] = payload
+    return end
+
+
+def decode_fragment_fields(view: memoryview, offset: int, msglen: int) -> tuple[int, int, int] | None:
+    """Hot path for a receiver: ``(first_sqn, fragment_offset, total_length)`` when the data message at
+    ``offset`` (``msglen`` bytes, already checked to fit in ``view``, version 0, type DATA, first
+    extension header FRAG) has FRAG as its only extension header, as :func:`encode_fragment_into` writes
+    it; its payload starts at ``offset + FRAGMENT_HEADER_LEN``.  ``None`` for anything else: decode that
+    with :func:`decode_message_at`."""
+    if msglen < FRAGMENT_HEADER_LEN:
+        return None
+    nxt, hlen, _flags, first_sqn, fragment_offset, total_length = _unpack_frag_fields(
+        view, offset + DATA_HEADER_LEN
+    )
+    if nxt != _NHDR_DATA or hlen != _FRAG_HDR_LEN:
+        return None
+    return first_sqn, fragment_offset, total_length
+
+
 def encode_data(topic_index: int, sqn: int, payload: Buffer) -> bytes:
     """A plain data message as bytes (convenience over :func:`encode_data_into`)."""
     buf = bytearray(DATA_HEADER_LEN + len(payload))
