@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -309,6 +310,59 @@ def test_rate_limit_queues_one_datagram_then_wouldblock_then_wakeup(
     stats = src.statistics()
     assert isinstance(stats, ReliableSourceStatistics)
     assert stats.blocked >= 1 and stats.transport.rctlr_data_msgs >= 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_blocking_send_over_the_rate_limit_completes_in_sequential_mode(
+    transport: str, contexts: Contexts
+) -> None:
+    """No thread processes a sequential-mode context's events while its application sends, so a blocking
+    send held back by the rate controller must make its own progress at the controller's next interval.
+    Large messages are the hard case: one send is several datagrams, and those the controller refuses
+    wait in the session's backlog (which the context thread would otherwise drain)."""
+    # 8 Mbit/s per 10 ms interval: 10,000 bytes per interval; each message is three 8 KB fragments.
+    pub = contexts.new(
+        "context operational_mode sequential",
+        f"context transport_{transport}_data_rate_limit 8000000",
+        f"context transport_{transport}_rate_interval 10",
+    )
+    sub = contexts.new()
+    rec = Recorder()
+    topic = f"reliable/sequential/{transport}"
+    sub.create_receiver(topic, rec)
+    events = SourceEvents()
+    src = pub.create_source(topic, {"transport": transport}, event_callback=events)
+
+    def connected() -> bool:
+        pub.process_events(5)  # topic resolution and (LBT-RU) the connection run on the application's thread
+        return events.count(SourceEvent.CONNECT) >= 1 if transport == "lbtru" else joined(sub, transport)
+
+    assert wait_until(connected, WAIT)
+    messages = [bytes([i]) * 20_000 for i in range(5)]
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def send_all() -> None:
+        try:
+            for payload in messages:
+                src.send(payload)  # blocking, no flags; nobody calls process_events meanwhile
+            src.flush()
+        except BaseException as exc:  # reported by the assertion below
+            failure.append(exc)
+        finally:
+            done.set()
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
+    assert done.wait(WAIT), "a blocking send waited for a context thread that sequential mode does not have"
+    assert not failure, failure
+    stats = src.statistics()
+    assert isinstance(stats, ReliableSourceStatistics)
+    assert stats.blocked >= 1
+    # What the controller still holds back, and repairs if any, go out as the publisher's events are
+    # processed again.
+    assert wait_until(lambda: (pub.process_events(5), rec.count(DATA) >= len(messages))[1], WAIT)
+    assert [g.data for g in rec.of(DATA)] == messages
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -266,6 +266,31 @@ def test_a_blocked_receiver_blocks_a_blocking_sender_until_it_reads_again(harnes
     assert [g.sqn for g in rec.of(DATA)] == list(range(total))
 
 
+def test_a_blocked_sender_in_sequential_mode_resumes_when_the_receiver_reads_again(harness: Harness) -> None:
+    """In sequential mode no context thread writes what a slow receiver left buffered, so a blocked
+    sender must write it itself when it looks for room again (and not wait for ``process_events``)."""
+    pub, sub = harness.context("context operational_mode sequential"), harness.context()
+    gate = harness.gate()
+    src, events = connected_source(pub, "pubsub/slow-sequential")
+    rec = Recorder(gate)  # its first DATA callback blocks the receiving context's thread
+    sub.create_receiver("pubsub/slow-sequential", rec)
+    assert wait_until(lambda: (pub.process_events(5), events.count(SourceEvent.CONNECT) >= 1)[1], WAIT)
+    sent = [0]
+    stop = threading.Event()
+    thread = harness.thread(_sender(src, sent, stop), stop)  # nobody calls pub.process_events from here on
+    assert wait_until(lambda: src.statistics().blocked > 0, WAIT)
+    stuck = sent[0]
+    gate.set()
+    assert wait_until(lambda: sent[0] > stuck + 1000, WAIT), "the blocked sender did not resume"
+    stop.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    src.flush()
+    total = sent[0]
+    assert wait_until(lambda: (pub.process_events(5), rec.count() >= total)[1], WAIT), (rec.count(), total)
+    assert [g.sqn for g in rec.of(DATA)] == list(range(total))
+
+
 def test_a_nonblocking_sender_gets_wouldblock_then_a_wakeup_event(harness: Harness) -> None:
     pub, sub = harness.context(), harness.context()
     gate = harness.gate()

@@ -71,6 +71,12 @@ class EventLoop:
         self._closed = False
         self.iterations = 0
 
+    @property
+    def running(self) -> bool:
+        """A thread is processing this loop's events now (the context thread, or a sequential-mode
+        application inside ``process_events``)."""
+        return self._running_thread is not None
+
     # -- wake-up -------------------------------------------------------------------------------------
     def wake(self) -> None:
         """Interrupt a blocked select (from any thread; a no-op on the loop's own thread)."""

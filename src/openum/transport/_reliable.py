@@ -253,12 +253,21 @@ class ReliableSourceSession(SourceSessionBase):
         # needs no clock reading: the common case of every send.
         if not self._backlog and not self.rate.is_blocked:
             return True
-        if self._backlog or self.rate.blocked(self.loop.clock.now_ns()):
+        now = self._now()
+        if self._backlog and not self.rate.blocked(now):
+            # The controller has budget again: send what it refused (before anything new), as the
+            # context thread does at the refresh; a blocked sender in sequential mode relies on this.
+            self._drain_backlog()
+        if self._backlog or self.rate.blocked(now):
             if not self._rate_waiting:
                 self._rate_waiting = True
                 self.timer.reschedule()
             return False
         return True
+
+    def _room_poll_s(self) -> float:
+        # Room comes with the rate controller's next interval.
+        return min(1.0, max(0.0002, (self.rate.next_refresh_ns() - self._now()) / 1e9))
 
     def _blocked_reason(self) -> str:
         prefix = self.OPTION_PREFIX

@@ -171,23 +171,36 @@ class SourceSessionBase(abc.ABC):
             if source is not None:
                 source._session_event(EVENT_WAKEUP, None)  # on the context thread (seed 2.11.3)
 
+    def _room_poll_s(self) -> float:
+        """How long a blocked sender waits before it looks for room again while no thread processes the
+        context's events (sequential mode between ``process_events`` calls): ``_has_room`` then makes
+        the progress the context thread would make (subclasses say when it may)."""
+        return 0.001
+
     def _wait_room(self, topic_index: int, nonblock: bool) -> None:
-        """Flow control before a send (lock held): block, or raise WouldBlock, while there is no room."""
-        while not self._has_room():
+        """Flow control before a send (lock held): block, or raise WouldBlock, while there is no room.
+
+        A blocked sender is woken when the context thread makes room; while no thread processes the
+        context's events it looks again every :meth:`_room_poll_s` and makes room itself."""
+        if self._has_room():
+            return
+        if self.closed:
+            raise ClosedError("the source's transport session is closed")
+        self._stats["blocked"] += 1
+        if nonblock:
+            self._wakeup_wanted.add(topic_index)
+            raise WouldBlock(f"{self._blocked_reason()}; a WAKEUP source event follows when sending may resume")
+        if in_context_callback():
+            raise InvalidStateError(
+                "a blocking send from a context-thread callback would deadlock (the context thread is "
+                "the one that makes room); send with SendFlags.NONBLOCK there (seed 2.12.1)"
+            )
+        while True:
+            self._unblocked.wait(1.0 if self.loop.running else self._room_poll_s())
             if self.closed:
                 raise ClosedError("the source's transport session is closed")
-            self._stats["blocked"] += 1
-            if nonblock:
-                self._wakeup_wanted.add(topic_index)
-                raise WouldBlock(
-                    f"{self._blocked_reason()}; a WAKEUP source event follows when sending may resume"
-                )
-            if in_context_callback():
-                raise InvalidStateError(
-                    "a blocking send from a context-thread callback would deadlock (the context thread is "
-                    "the one that makes room); send with SendFlags.NONBLOCK there (seed 2.12.1)"
-                )
-            self._unblocked.wait(1.0)
+            if self._has_room():
+                return
 
     # -- the send path ----------------------------------------------------------------------------
     def send(

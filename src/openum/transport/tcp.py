@@ -249,7 +249,13 @@ class TcpSourceSession(SourceSessionBase):
         for client in self.clients:
             if client.out:
                 total += len(client.out)
-        return total < self.max_buffer
+        if total < self.max_buffer:
+            return True
+        # Full: write what the receivers will take now (the context thread does so when their sockets
+        # turn writable; a blocked sender in sequential mode relies on this), then look again.
+        for client in self.clients:
+            self._write_client(client)
+        return self._buffered() < self.max_buffer
 
     def _blocked_reason(self) -> str:
         return (
