@@ -79,6 +79,9 @@ US: Final = "microseconds"
 SEC: Final = "seconds"
 BPS: Final = "bits per second"
 BYTES: Final = "bytes"
+#: The largest UDP payload over IPv4 (65,535 less the IP and UDP headers): the ceiling of every option that
+#: sizes a UDP datagram (a larger one fails in sendto with EMSGSIZE, so it is refused when set).
+UDP_PAYLOAD_MAX: Final = 65507
 MSGS: Final = "messages"
 ENTRIES: Final = "map entries"
 DGRAMS: Final = "datagrams"
@@ -464,8 +467,9 @@ _ROWS: Final[tuple[Option, ...]] = (
         "Context-wide cap on the wildcard query rate (0: no cap).", "", unit=BPS,
     ),
     Option(
-        "resolver_datagram_max_size", C, Int(500, 65535), 8192,
-        "Largest topic resolution datagram the context sends (TIRs/TQRs are packed up to it).",
+        "resolver_datagram_max_size", C, Int(500, UDP_PAYLOAD_MAX), 8192,
+        "Largest topic resolution datagram the context sends (TIRs/TQRs are packed up to it); at most "
+        "65,507 (what one UDP datagram carries over IPv4).",
         "", unit=BYTES,
         note="UM's minimum is not documented in the sources found; 500 bytes is openum's floor.",
     ),
@@ -711,8 +715,9 @@ _ROWS: Final[tuple[Option, ...]] = (
         "", default_from="openum", session=True, note=FOLLOW_IFACE,
     ),
     Option(
-        "transport_lbtru_datagram_max_size", C, Int(500, 65535), 8192,
-        "Largest UM datagram (headers plus data) on an LBT-RU transport session.",
+        "transport_lbtru_datagram_max_size", C, Int(500, UDP_PAYLOAD_MAX), 8192,
+        "Largest UM datagram (headers plus data) on an LBT-RU transport session; at most 65,507 "
+        "(what one UDP datagram carries over IPv4).",
         "8.7.1", unit=BYTES, default_from="guide",
     ),
     Option(
@@ -849,8 +854,9 @@ _ROWS: Final[tuple[Option, ...]] = (
         "Highest local UDP port of LBT-RM sources (receivers send NAKs to it).", "",
     ),
     Option(
-        "transport_lbtrm_datagram_max_size", C, Int(500, 65535), 8192,
-        "Largest UM datagram (headers plus data) on an LBT-RM transport session.",
+        "transport_lbtrm_datagram_max_size", C, Int(500, UDP_PAYLOAD_MAX), 8192,
+        "Largest UM datagram (headers plus data) on an LBT-RM transport session; at most 65,507 "
+        "(what one UDP datagram carries over IPv4).",
         "8.7.1", unit=BYTES, default_from="guide",
     ),
     Option(

@@ -189,7 +189,9 @@ class SourceSessionBase(abc.ABC):
         self._stats["blocked"] += 1
         if nonblock:
             self._wakeup_wanted.add(topic_index)
-            raise WouldBlock(f"{self._blocked_reason()}; a WAKEUP source event follows when sending may resume")
+            raise WouldBlock(
+                f"{self._blocked_reason()}; a WAKEUP source event follows when sending may resume"
+            )
         if in_context_callback():
             raise InvalidStateError(
                 "a blocking send from a context-thread callback would deadlock (the context thread is "

@@ -12,7 +12,7 @@ import pytest
 from openum._errors import ConfigError
 from openum.config._options import OPTIONS, RANGE_PAIRS
 from openum.config._registry import Option, Registry
-from openum.config._types import AddressPort, Interface, IPv4
+from openum.config._types import AddressPort, Interface, IPv4, OptionValueError
 
 GUIDE_OPTIONS = Path(__file__).resolve().parents[3].parent / "shared/spec/guide-options.tsv"
 
@@ -237,3 +237,17 @@ def test_callbacks_are_code_only() -> None:
     opt = REGISTRY.lookup("context", "resolver_source_notification_function")
     assert opt.type.code_only
     assert opt.default is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["transport_lbtrm_datagram_max_size", "transport_lbtru_datagram_max_size", "resolver_datagram_max_size"],
+)
+def test_udp_datagram_sizes_stop_at_what_one_udp_datagram_carries(name: str) -> None:
+    """65,507 bytes is the largest UDP payload over IPv4; a larger setting would fail every sendto
+    (EMSGSIZE) and lose the data, so it is refused when set, naming the allowed range."""
+    opt = next(o for o in OPTIONS if o.name == name)
+    assert opt.type.parse("65507") == 65507
+    assert "65507" in opt.type.describe()  # what the error names as allowed
+    with pytest.raises(OptionValueError, match="out of range"):
+        opt.type.parse("65508")
