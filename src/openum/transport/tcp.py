@@ -113,6 +113,9 @@ class TcpSourceSession(SourceSessionBase):
             )
             behavior = "source_paced"
         self.receiver_paced = behavior == "normal"
+        # Set whenever bytes are added to a client's buffer, cleared by _has_room once it has found every
+        # buffer empty: while it is clear, nothing is buffered and a send needs no look at the clients.
+        self._maybe_buffered = False
         self.max_buffer: int = attrs.get("transport_session_maximum_buffer")
         self._hello = session_id_message(session_id) if session_id is not None else b""
 
@@ -153,6 +156,7 @@ class TcpSourceSession(SourceSessionBase):
             with self.lock:
                 if self._hello:
                     client.out += self._hello  # the session-id message goes first (wire §5.3)
+                    self._maybe_buffered = True
                 self.clients.append(client)
                 self._write_client(client)
                 if client.out and not client.writing:
@@ -241,14 +245,17 @@ class TcpSourceSession(SourceSessionBase):
         return sum(len(c.out) for c in self.clients)
 
     def _has_room(self) -> bool:
-        # Called before every send: a plain loop, no generator (usually one or two clients, rarely
-        # with anything buffered).
-        if not self.receiver_paced:
+        # Called before every send: nothing to look at while no bytes were buffered since the last time
+        # every buffer was found empty; then a plain loop, no generator (usually one or two clients).
+        if not self.receiver_paced or not self._maybe_buffered:
             return True
         total = 0
         for client in self.clients:
             if client.out:
                 total += len(client.out)
+        if not total:
+            self._maybe_buffered = False
+            return True
         if total < self.max_buffer:
             return True
         # Full: write what the receivers will take now (the context thread does so when their sockets
@@ -271,6 +278,7 @@ class TcpSourceSession(SourceSessionBase):
                     self._stats["drops"] += 1  # source_paced: this slow receiver misses the datagram
                     continue
                 client.out += data
+                self._maybe_buffered = True
                 continue
             try:
                 sent = client.sock.send(data)
@@ -281,6 +289,7 @@ class TcpSourceSession(SourceSessionBase):
             if sent < len(data):
                 # Part of the datagram went out: the rest must follow, or the stream is cut mid-message.
                 client.out += memoryview(data)[sent:]
+                self._maybe_buffered = True
                 if not client.writing:
                     client.writing = True
                     self.loop.modify_fd(client.sock.fileno(), FdEvent.READ | FdEvent.WRITE)
