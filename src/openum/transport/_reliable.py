@@ -411,6 +411,12 @@ class ReliableReceiverSession:
         self.timer.reschedule()
 
     def datagram(self, data: memoryview, sender: Address, now: int) -> None:
+        payload = self.engine.data_in_order(data, sender, now)
+        if payload is not None:
+            # The next datagram, nothing missing: nothing to send, no event, and no engine deadline
+            # moved earlier, so the timer (always armed while the session lives) stands.
+            self.demux.dispatch(payload, now, 0)
+            return
         received, outgoing, events = self.engine.datagram_received(data, sender, now)
         if outgoing:
             self._send(outgoing)
@@ -419,8 +425,8 @@ class ReliableReceiverSession:
         if received:
             dispatch = self.demux.dispatch
             for item in received:
-                payload = item.payload
-                view = payload if isinstance(payload, memoryview) else memoryview(payload)
+                got = item.payload
+                view = got if isinstance(got, memoryview) else memoryview(got)
                 dispatch(view, now, FLAG_RETRANSMIT if item.retransmission else 0)
         if not self.closed:
             self.timer.reschedule()

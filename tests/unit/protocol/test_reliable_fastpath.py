@@ -1,18 +1,25 @@
 """The reliability engines' hot paths decide exactly what their general paths decide.
 
-``LossDetector.in_order`` takes the next in-order datagram without running ``data``; a receiver that
-tries it first must end in the same state as one that always calls ``data``, whatever arrives.
+``LossDetector.in_order`` takes the next in-order datagram without running ``data``, and a receiving
+engine's ``data_in_order`` takes the next in-order DATA datagram without ``datagram_received``: a
+receiver that tries the hot path first must end in the same state as one that never does, whatever
+arrives.
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openum.protocol.reliable import RmReceiver, RmReceiverParams, RuReceiver, RuReceiverParams
 from openum.protocol.reliable._common import SQN_MASK
 from openum.protocol.reliable._nak import LossDetector, Verdict
+from openum.wire import lbtrm, lbtru
+from openum.wire.lbtrm import RmData
+from openum.wire.lbtru import RuData, RuSessionMessage
 
 MS = 1_000_000
 
@@ -91,3 +98,99 @@ def test_in_order_refuses_before_the_start_with_losses_and_out_of_order() -> Non
     assert det.pending == 0
     assert det.in_order(4)  # repaired: in order again
     assert det.contiguous() == 4
+
+
+# -- the receiving engines: data_in_order first, datagram_received for the rest -------------------------
+
+SID = 0x1A2B3C4D
+RM_SRC = ("10.0.0.1", 14390)
+RU_SRC = ("10.0.0.1", 14380)
+
+
+def _rm_receivers() -> tuple[RmReceiver, RmReceiver]:
+    def one() -> RmReceiver:
+        return RmReceiver(
+            session_id=SID, source=RM_SRC, params=RmReceiverParams(), rng=random.Random(3), now_ns=0
+        )
+
+    return one(), one()
+
+
+def _ru_receivers() -> tuple[RuReceiver, RuReceiver]:
+    syn = lbtru.encode(RuSessionMessage(0, SQN_MASK, 0, lbtru.FLAG_SYN, lbtru.make_options(SID, 1)))
+    pair = []
+    for _ in range(2):
+        r = RuReceiver(
+            session_id=SID, source=RU_SRC, params=RuReceiverParams(), rng=random.Random(3), now_ns=0
+        )
+        r.poll(0)  # the first CREQ
+        r.datagram_received(memoryview(syn), RU_SRC, 0)  # connected
+        pair.append(r)
+    return pair[0], pair[1]
+
+
+def _rm_data(sqn: int, trail: int, rx: bool) -> bytes:
+    flags = lbtrm.FLAG_UCAST_NAKS | (lbtrm.FLAG_RX if rx else 0)
+    return lbtrm.encode(RmData(RM_SRC[1], SID, sqn, trail, b"m%d" % sqn, flags))
+
+
+def _ru_data(sqn: int, trail: int, rx: bool) -> bytes:
+    return lbtru.encode(RuData(sqn, trail, b"m%d" % sqn, lbtru.FLAG_RX if rx else 0, lbtru.make_options(SID)))
+
+
+def _outcome(result: tuple[Any, Any, Any]) -> tuple[Any, ...]:
+    received, outgoing, events = result
+    return (
+        [(bytes(r.payload), r.retransmission) for r in received],
+        [(bytes(o.data), o.destination) for o in outgoing],
+        [type(e).__name__ for e in events],
+    )
+
+
+# Mostly the next datagram in order (None), sometimes anywhere near it: the hot path is taken often
+# and left often.
+_MOSTLY_IN_ORDER = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.none(), st.none(), st.integers(-3, 40)),
+        st.integers(0, 5),
+        st.sampled_from([False, False, False, True]),
+        st.integers(0, 100),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(transport=st.sampled_from(["lbtrm", "lbtru"]), arrivals=_MOSTLY_IN_ORDER)
+def test_data_in_order_then_datagram_received_equals_datagram_received_alone(
+    transport: str, arrivals: list[tuple[int | None, int, bool, int]]
+) -> None:
+    fast, slow = _rm_receivers() if transport == "lbtrm" else _ru_receivers()
+    src = RM_SRC if transport == "lbtrm" else RU_SRC
+    encode = _rm_data if transport == "lbtrm" else _ru_data
+    now = 0
+    taken = 0
+    highest = -1
+    for near, lag, rx, gap_ms in [(0, 0, False, 0), *arrivals]:  # the session starts with datagram 0
+        now += gap_ms * MS
+        offset = highest + 1 if near is None else near
+        highest = max(highest, offset)
+        wire = (1000 + offset) & SQN_MASK
+        datagram = memoryview(encode(wire, (wire - lag) & SQN_MASK, rx))
+        stats_before = fast.statistics()
+        payload = fast.data_in_order(datagram, src, now)
+        if payload is None:
+            assert fast.statistics() == stats_before  # a refusal changes nothing
+            got = _outcome(fast.datagram_received(datagram, src, now))
+        else:
+            taken += 1
+            got = ([(bytes(payload), False)], [], [])
+        assert got == _outcome(slow.datagram_received(datagram, src, now))
+        for engine in (fast, slow):  # what the transports' timers do
+            due = engine.next_deadline()
+            if due is not None and due <= now:
+                engine.poll(now)
+        assert fast.statistics() == slow.statistics()
+        assert fast.next_deadline() == slow.next_deadline()
+    if arrivals and all(o is None and not rx for o, _, rx, _ in arrivals):
+        assert taken == len(arrivals)  # every datagram after the first in order: all on the hot path

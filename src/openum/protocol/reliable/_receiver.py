@@ -14,6 +14,7 @@ from typing import Final
 from openum.protocol._rng import Rng
 from openum.protocol.reliable._common import (
     NS_PER_MS,
+    Address,
     EndReason,
     Outgoing,
     Received,
@@ -95,6 +96,22 @@ class ReceiverBase(abc.ABC):
     @abc.abstractmethod
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
         """The transport's NAK datagrams for ``packets`` (lists of wire sqns, one list per NAK)."""
+
+    @abc.abstractmethod
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+        """Hot path of ``datagram_received`` for its common case: an original (not retransmitted) DATA
+        datagram of this active session that is the next one expected, with nothing missing.  Such a
+        datagram is counted and taken exactly as ``datagram_received`` takes it, and its LBMC payload (a
+        slice of ``data``) is returned: nothing to send, no event, and no deadline moved earlier (the
+        activity timeout moves later), so a caller's timer armed for :meth:`next_deadline` stands.
+        Anything else: ``None`` with nothing changed; call ``datagram_received``."""
+
+    def _take_in_order(self, nbytes: int, now_ns: int) -> None:
+        """What taking an in-order datagram does besides the loss detector's part: counters, activity."""
+        c = self._counters
+        c.msgs_rcved += 1
+        c.bytes_rcved += nbytes
+        self._deadline = now_ns + self._activity
 
     def _run_detector(self, now_ns: int, out: list[Outgoing], events: list[ReceiverEvent]) -> None:
         """NAKs and give-ups due at ``now_ns``, plus the detector's pending events."""

@@ -284,6 +284,18 @@ class RmReceiver(ReceiverBase):
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
         return [Outgoing(encode(RmNak(self._port, self._sid, tuple(p))), self._source) for p in packets]
 
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+        if self._ended or not self._heard or len(data) < DATA_HEADER_LEN or data[0] != TYPE_DATA:
+            return None
+        try:
+            port, sid, sqn, _trail, flags, offset = decode_data_header(data)
+        except WireError:
+            return None
+        if sid != self._sid or port != self._port or flags & FLAG_RX or not self._det.in_order(sqn):
+            return None
+        self._take_in_order(len(data), now_ns)
+        return data[offset:]
+
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int
     ) -> tuple[Sequence[Received], Sequence[Outgoing], Sequence[ReceiverEvent]]:
@@ -321,7 +333,7 @@ class RmReceiver(ReceiverBase):
                 if rx:
                     c.rxs_rcved += 1
                 if self._heard and det.in_order(sqn):
-                    # The common case: the next datagram of an active session, nothing missing.
+                    # The common case (data_in_order's, and a retransmission that is next in order).
                     self._deadline = now_ns + self._activity
                     view = data if isinstance(data, memoryview) else memoryview(data)
                     return [Received(view[offset:], rx, sqn)], EMPTY_OUT, ()

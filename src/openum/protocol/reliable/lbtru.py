@@ -469,6 +469,25 @@ class RuReceiver(ReceiverBase):
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
         return [Outgoing(encode(RuNak(tuple(p), options=self._opts)), self._source) for p in packets]
 
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+        if (
+            self._ended
+            or not self._heard
+            or self._state is not _CONNECTED
+            or sender != self._source
+            or len(data) < DATA_HEADER_LEN
+            or data[0] != TYPE_DATA
+        ):
+            return None
+        try:
+            flags, sqn, _trail, sid, offset = decode_data_header(data)
+        except WireError:
+            return None
+        if sid != self._sid or flags & FLAG_RX or not self._det.in_order(sqn):
+            return None
+        self._take_in_order(len(data), now_ns)
+        return data[offset:]
+
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int
     ) -> tuple[Sequence[Received], Sequence[Outgoing], Sequence[ReceiverEvent]]:
