@@ -254,11 +254,13 @@ class ReliableSourceSession(SourceSessionBase):
         if not self._backlog and not self.rate.is_blocked:
             return True
         now = self._now()
-        if self._backlog and not self.rate.blocked(now):
+        blocked = self.rate.blocked(now)
+        if self._backlog and not blocked:
             # The controller has budget again: send what it refused (before anything new), as the
             # context thread does at the refresh; a blocked sender in sequential mode relies on this.
-            self._drain_backlog()
-        if self._backlog or self.rate.blocked(now):
+            self._drain_backlog(now)
+            blocked = self.rate.is_blocked  # the backlog may have used the budget up again
+        if self._backlog or blocked:
             if not self._rate_waiting:
                 self._rate_waiting = True
                 self.timer.reschedule()
@@ -288,8 +290,7 @@ class ReliableSourceSession(SourceSessionBase):
             except OSError as exc:
                 self.log.warning("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
 
-    def _drain_backlog(self) -> None:
-        now = self.loop.clock.now_ns()
+    def _drain_backlog(self, now: int) -> None:
         while self._backlog:
             result = self.engine.send(self._backlog[0], now)
             if result.refused:
@@ -320,10 +321,11 @@ class ReliableSourceSession(SourceSessionBase):
         with self.lock:
             if self.closed:
                 return
-            outgoing, events = self.engine.poll(self.loop.clock.now_ns())
+            now = self._now()
+            outgoing, events = self.engine.poll(now)
             self._send(outgoing)
             if self._backlog:
-                self._drain_backlog()
+                self._drain_backlog(now)
             wake = self._release_blocked()
             if wake or self._has_room():
                 self._rate_waiting = False
@@ -362,7 +364,7 @@ class ReliableSourceSession(SourceSessionBase):
         if not self._close_base():
             return
         with self.lock:
-            self._drain_backlog()
+            self._drain_backlog(self._now())
             dropped = len(self._backlog)
             self._backlog.clear()
             outgoing, _events = self._close_engine()

@@ -310,49 +310,48 @@ class SourceSessionBase(abc.ABC):
             )
             self._bytes_sent += len(data)
             return 1
+        return self._send_fragments(topic_index, sqn, data, properties)
+
+    def _send_fragments(
+        self,
+        topic_index: int,
+        sqn: int,
+        data: bytes | bytearray | memoryview,
+        properties: PropertiesBlock | None,
+    ) -> int:
+        """A message larger than a datagram: one fragment per datagram (seed 8.7).  Without properties a
+        fragment is written straight into the batch (``encode_fragment_into``: one struct call and one
+        copy of its piece); with properties the block follows the payload and every fragment announces
+        its length in an extra header (the record path)."""
         if properties is None:
-            return self._send_fragments(topic_index, sqn, data)
-        # With properties: the block follows the payload and every fragment announces its length.
-        block = encode_properties(properties)
-        whole = bytes(data) + block
-        headers_extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
-        overhead = PROPERTIES_FRAGMENT_OVERHEAD
-        chunk = self.datagram_max - overhead
+            whole = memoryview(data)
+            extra: tuple[AppHeaderChain, ...] = ()
+            overhead = FRAGMENT_OVERHEAD
+        else:
+            block = encode_properties(properties)
+            whole = memoryview(bytes(data) + block)
+            extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
+            overhead = PROPERTIES_FRAGMENT_OVERHEAD
         total = len(whole)
+        chunk = self.datagram_max - overhead
         count = (total + chunk - 1) // chunk
         for i in range(count):
             offset = i * chunk
             piece = whole[offset : offset + chunk]
-            frag = FragmentHeader(sqn, offset, total)
-            msg = LbmcMessage(
-                MessageType.DATA, topic_index, (sqn + i) & SQN_MASK, (frag, *headers_extra), piece
-            )
-            self._append_message(encode_message(msg))
+            fragment_sqn = (sqn + i) & SQN_MASK
+            if extra:
+                frag = FragmentHeader(sqn, offset, total)
+                msg = LbmcMessage(MessageType.DATA, topic_index, fragment_sqn, (frag, *extra), piece)
+                self._append_message(encode_message(msg))
+            else:
+                if self._blen + FRAGMENT_OVERHEAD + len(piece) > self.datagram_max:
+                    self._flush_locked()
+                self._blen = encode_fragment_into(
+                    self._batch, self._blen, topic_index, fragment_sqn, sqn, offset, total, piece
+                )
             self._flush_locked()  # each fragment is its own datagram
         self._stats["fragments_sent"] += count
         self._bytes_sent += len(data)
-        return count
-
-    def _send_fragments(self, topic_index: int, sqn: int, data: bytes | bytearray | memoryview) -> int:
-        """A message without properties larger than a datagram: one fragment per datagram, each written
-        straight into the batch (``encode_fragment_into``) from a view of the payload (no copies but
-        the one into the batch)."""
-        view = memoryview(data)
-        total = len(view)
-        chunk = self.datagram_max - FRAGMENT_OVERHEAD
-        count = (total + chunk - 1) // chunk
-        batch = self._batch
-        for i in range(count):
-            offset = i * chunk
-            piece = view[offset : offset + chunk]
-            if self._blen + FRAGMENT_OVERHEAD + len(piece) > self.datagram_max:
-                self._flush_locked()
-            self._blen = encode_fragment_into(
-                batch, self._blen, topic_index, (sqn + i) & SQN_MASK, sqn, offset, total, piece
-            )
-            self._flush_locked()  # each fragment is its own datagram
-        self._stats["fragments_sent"] += count
-        self._bytes_sent += total
         return count
 
     def flush(self) -> None:

@@ -326,19 +326,14 @@ class RmReceiver(ReceiverBase):
                 if sid != self._sid or port != self._port:
                     drops.sid += 1
                     return EMPTY_IN, EMPTY_OUT, ()
+                if self._heard_now(now_ns):
+                    events.append(_ACTIVE)
                 c = self._counters
                 c.msgs_rcved += 1
                 c.bytes_rcved += n
                 rx = bool(flags & FLAG_RX)
                 if rx:
                     c.rxs_rcved += 1
-                if self._heard and det.in_order(sqn):
-                    # The common case (data_in_order's, and a retransmission that is next in order).
-                    self._deadline = now_ns + self._activity
-                    view = data if isinstance(data, memoryview) else memoryview(data)
-                    return [Received(view[offset:], rx, sqn)], EMPTY_OUT, ()
-                if self._heard_now(now_ns):
-                    events.append(_ACTIVE)
                 if det.data(sqn, trail, rx, now_ns) == Verdict.NEW:
                     view = data if isinstance(data, memoryview) else memoryview(data)
                     received = [Received(view[offset:], rx, sqn)]

@@ -501,10 +501,9 @@ class RuReceiver(ReceiverBase):
         if sender != self._source:
             drops.sid += 1
             return EMPTY_IN, EMPTY_OUT, ()
-        ptype = data[0] if data else -1
-        # DATA (version 0) passes _check_type whenever it is long enough: skip the call for it.
-        if (ptype != TYPE_DATA or len(data) < _BASE_LEN) and not _check_type(data, _RECEIVER_TYPES, drops):
+        if not _check_type(data, _RECEIVER_TYPES, drops):
             return EMPTY_IN, EMPTY_OUT, ()
+        ptype = data[0]
         if ptype == TYPE_RST:
             self._step("rst", now_ns)
             return EMPTY_IN, EMPTY_OUT, (self._end("reset"),)
@@ -520,18 +519,13 @@ class RuReceiver(ReceiverBase):
                 if sid != self._sid:
                     drops.sid += 1
                     return EMPTY_IN, EMPTY_OUT, ()
+                self._arrived("traffic", now_ns, events)
                 c = self._counters
                 c.msgs_rcved += 1
                 c.bytes_rcved += len(data)
                 rx = bool(flags & FLAG_RX)
                 if rx:
                     c.rxs_rcved += 1
-                if self._heard and self._state is _CONNECTED and det.in_order(sqn):
-                    # The common case: the next datagram of a connected session, nothing missing.
-                    self._deadline = now_ns + self._activity
-                    view = data if isinstance(data, memoryview) else memoryview(data)
-                    return [Received(view[offset:], rx, sqn)], EMPTY_OUT, ()
-                self._arrived("traffic", now_ns, events)
                 if det.data(sqn, trail, rx, now_ns) == Verdict.NEW:
                     view = data if isinstance(data, memoryview) else memoryview(data)
                     received = [Received(view[offset:], rx, sqn)]
