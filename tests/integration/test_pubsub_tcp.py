@@ -240,6 +240,27 @@ def _sender(
     return run
 
 
+def _resumes_and_delivers_everything(
+    src: openum.Source,
+    sent: list[int],
+    stuck: int,
+    stop: threading.Event,
+    thread: threading.Thread,
+    rec: Recorder,
+    arrived: Callable[[int], bool],
+) -> None:
+    """After the slow receiver's gate opens: the blocked sender resumes, and once it is stopped everything
+    it sent arrives (``arrived(total)`` waits for it), in order."""
+    assert wait_until(lambda: sent[0] > stuck + 1000, WAIT), "the blocked sender did not resume"
+    stop.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    src.flush()
+    total = sent[0]
+    assert arrived(total), (rec.count(), total)
+    assert [g.sqn for g in rec.of(DATA)] == list(range(total))
+
+
 def test_a_blocked_receiver_blocks_a_blocking_sender_until_it_reads_again(harness: Harness) -> None:
     pub, sub = harness.context(), harness.context()
     gate = harness.gate()
@@ -256,14 +277,7 @@ def test_a_blocked_receiver_blocks_a_blocking_sender_until_it_reads_again(harnes
     assert src.statistics().bytes_buffered >= 65536  # transport_session_maximum_buffer
     assert rec.count() == 1
     gate.set()
-    assert wait_until(lambda: sent[0] > stuck + 1000, WAIT), "the sender did not resume"
-    stop.set()
-    thread.join(WAIT)
-    assert not thread.is_alive()
-    src.flush()
-    total = sent[0]
-    assert rec.wait_count(total), (rec.count(), total)
-    assert [g.sqn for g in rec.of(DATA)] == list(range(total))
+    _resumes_and_delivers_everything(src, sent, stuck, stop, thread, rec, rec.wait_count)
 
 
 def test_a_blocked_sender_in_sequential_mode_resumes_when_the_receiver_reads_again(harness: Harness) -> None:
@@ -281,14 +295,10 @@ def test_a_blocked_sender_in_sequential_mode_resumes_when_the_receiver_reads_aga
     assert wait_until(lambda: src.statistics().blocked > 0, WAIT)
     stuck = sent[0]
     gate.set()
-    assert wait_until(lambda: sent[0] > stuck + 1000, WAIT), "the blocked sender did not resume"
-    stop.set()
-    thread.join(WAIT)
-    assert not thread.is_alive()
-    src.flush()
-    total = sent[0]
-    assert wait_until(lambda: (pub.process_events(5), rec.count() >= total)[1], WAIT), (rec.count(), total)
-    assert [g.sqn for g in rec.of(DATA)] == list(range(total))
+    _resumes_and_delivers_everything(
+        src, sent, stuck, stop, thread, rec,
+        lambda total: wait_until(lambda: (pub.process_events(5), rec.count() >= total)[1], WAIT),
+    )  # fmt: skip
 
 
 def test_a_nonblocking_sender_gets_wouldblock_then_a_wakeup_event(harness: Harness) -> None:

@@ -67,6 +67,16 @@ class Recorder:
 
 SUBSCRIBED = (1, 2)  # topic indices with a handler; others are counted as "no topic"
 
+
+def _recording_demux() -> tuple[LbmcDemux, list[tuple[Any, ...]]]:
+    """A demultiplexer whose SUBSCRIBED topics record every call into the returned list."""
+    calls: list[tuple[Any, ...]] = []
+    demux = LbmcDemux()
+    for tidx in SUBSCRIBED:
+        demux.topics[tidx] = Recorder(tidx, calls)
+    return demux, calls
+
+
 plain = st.builds(
     encode_data,
     st.integers(1, 4),
@@ -90,10 +100,7 @@ streams = st.lists(st.one_of(plain, plain, plain, fragment, tsni, session_id), m
 
 
 def reference(stream: bytes) -> tuple[list[tuple[Any, ...]], tuple[int, int, int]]:
-    calls: list[tuple[Any, ...]] = []
-    demux = LbmcDemux()
-    for tidx in SUBSCRIBED:
-        demux.topics[tidx] = Recorder(tidx, calls)
+    demux, calls = _recording_demux()
     for view in StreamDecoder().feed(stream):
         assert demux.dispatch(view, 7)
     return calls, (demux.lbm_msgs_rcved, demux.lbm_msgs_no_topic_rcved, demux.tsnis_rcved)
@@ -207,12 +214,7 @@ def test_a_datagram_of_many_messages_is_dispatched_like_each_message_alone(
     messages: list[bytes], flags: int
 ) -> None:
     """``dispatch`` (UDP datagrams) takes plain data messages inline; the record path is the reference."""
-    whole: list[tuple[Any, ...]] = []
-    alone: list[tuple[Any, ...]] = []
-    demux_whole, demux_alone = LbmcDemux(), LbmcDemux()
-    for tidx in SUBSCRIBED:
-        demux_whole.topics[tidx] = Recorder(tidx, whole)
-        demux_alone.topics[tidx] = Recorder(tidx, alone)
+    (demux_whole, whole), (demux_alone, alone) = _recording_demux(), _recording_demux()
     assert demux_whole.dispatch(memoryview(b"".join(messages)), 7, flags)
     for message in messages:
         assert demux_alone.dispatch(memoryview(message), 7, flags)
@@ -252,12 +254,7 @@ def test_a_fragment_is_dispatched_as_the_record_path_dispatches_it(
     if with_properties_length:
         headers += (AppHeaderChain((PropertiesLengthElement(3),)),)
     raw = encode_message(LbmcMessage(MessageType.DATA, tidx, sqn, headers, payload))
-    fast: list[tuple[Any, ...]] = []
-    reference: list[tuple[Any, ...]] = []
-    demux_fast, demux_ref = LbmcDemux(), LbmcDemux()
-    for t in SUBSCRIBED:
-        demux_fast.topics[t] = Recorder(t, fast)
-        demux_ref.topics[t] = Recorder(t, reference)
+    (demux_fast, fast), (demux_ref, reference) = _recording_demux(), _recording_demux()
     assert demux_fast.dispatch(memoryview(raw), 7, flags)
     msg, _ = decode_message_at(memoryview(raw), 0)
     demux_ref._data(msg, 7, flags)
