@@ -1,8 +1,10 @@
 """openum: a brokerless publish/subscribe library speaking Ultra Messaging's wire protocol.
 
 The public API is what this module exports (``__all__``); every other module is internal.
+``COMPILED`` tells whether the hot paths run compiled (mypyc) or as pure Python (see ``openum._accel``).
 """
 
+from openum._accel import COMPILED  # first: it chooses between the compiled and the pure-Python modules
 from openum._context import Context, ContextStatistics, LogCallback
 from openum._errors import (
     LBM_EINVAL,
@@ -41,6 +43,7 @@ from openum.config import (
 from openum.runtime import EventQueue, EventQueueStatistics, FdEvent, ManualClock, QueueMonitorEvent
 
 __all__ = [
+    "COMPILED",
     "LBM_EINVAL",
     "LBM_ENOMEM",
     "LBM_EOP",

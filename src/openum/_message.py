@@ -76,7 +76,6 @@ class Message:
         topic: str,
         source: str = "",
         data: bytes | memoryview = b"",
-        *,
         sequence_number: int = 0,
         flags: int = 0,
         properties: dict[str, Any] | None = None,

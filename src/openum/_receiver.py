@@ -30,7 +30,6 @@ __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 _ids = itertools.count(1)
 _DATA = MsgType.DATA
 _state = callback_state
-_new_object = object.__new__
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,19 +177,8 @@ class _Subscriber:
             state = self.sources.get(key)
             if state is not None:
                 source_clientd = state[1]
-        # Message(DATA, ...) without __init__'s keyword handling: one Python frame less per message.
-        msg: Message = _new_object(Message)
-        msg.type = _DATA
-        msg.topic = topic
-        msg.source = source
-        msg._data = payload
-        msg.sequence_number = sqn
-        msg._flags = flags
-        msg.properties = properties
-        msg.source_clientd = source_clientd
-        msg.receiver_clientd = self.clientd
-        msg.retained = False
-        msg._valid = True
+        # Positional arguments: keyword handling costs more than the rest of the construction.
+        msg = Message(_DATA, topic, source, payload, sqn, flags, properties, source_clientd, self.clientd)
         if self.event_queue is not None:
             msg.retain()  # the receive buffer is reused before the queue is dispatched
             self.event_queue.enqueue(EventKind.DATA, self._run_callback, msg)

@@ -17,7 +17,6 @@ import pytest
 import openum
 from openum import MsgType, SendFlags
 from openum.runtime import ManualClock
-from openum.transport import lbtrm as lbtrm_transport
 from openum.wire import WireError
 from openum.wire.lbtrm import FLAG_RX, RmData
 from openum.wire.lbtrm import decode as rm_decode
@@ -121,10 +120,8 @@ class World:
 
 
 @pytest.fixture
-def shim(monkeypatch: pytest.MonkeyPatch) -> Shim:
-    hook = Shim()
-    monkeypatch.setattr(lbtrm_transport, "loss_hook_from_env", lambda: hook)
-    return hook
+def shim() -> Shim:
+    return Shim()
 
 
 @pytest.fixture
@@ -148,6 +145,10 @@ def test_seed_8_11_step_by_step(world: World, shim: Shim) -> None:
         if len(w.sub._subscriptions.topics) == 2:
             break
     assert len(w.sub._subscriptions.topics) == 2, "the subscriber did not resolve A and B"
+    # The loss shim becomes the receiving context's test drop hook (OPENUM_TEST_DROP's place).
+    rm_receiving = w.sub._subscriptions._rm
+    assert rm_receiving is not None
+    rm_receiving._drop = shim
     assert w.sub.statistics().lbtrm_rcv_sessions == 1  # joined once: the first discovery joins the TS
     assert w.log == []  # "created but not started": the TS sends nothing before the first message
 

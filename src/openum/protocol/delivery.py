@@ -29,7 +29,7 @@ Data structures (all per DC):
 * ``_gaps``: a deque of ``(end, deadline_ns)`` regions.  A region is created when a gap is first seen
   (a message beyond ``_top``, or a TSNI beyond it) and covers every still-missing sqn before ``end``;
   ``now_ns`` never decreases, so deadlines are sorted and the front is the next deadline.
-* ``_asm`` (``ordered=1``): the message being reassembled, fed in sqn order.  ``_asms``
+* ``_assembly`` (``ordered=1``): the message being reassembled, fed in sqn order.  ``_asms``
   (``ordered=-1``): partial messages by first sqn, fed in arrival order.
 * ``_fast``: the sqn the hot path accepts (``_next`` when the DC is clean: no gap, nothing held, no
   partial message, something already delivered), else -1.  An in-order unfragmented message then costs
@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "SQN_MASK",
@@ -91,7 +91,7 @@ class Delivery(NamedTuple):
     sqn: int
     payload: bytes | memoryview = b""
     flags: int = 0
-    properties: object = None
+    properties: Any = None  # (Any, not object: mypyc resolves NamedTuple annotations by name)
     first_sqn: int | None = None
     fragment: Fragment | None = None
 
@@ -220,8 +220,8 @@ class DeliveryController:
 
     __slots__ = (
         "_after_end",
-        "_asm",
         "_asms",
+        "_assembly",
         "_bos_done",
         "_burst_discarded",
         "_bursts",
@@ -277,7 +277,7 @@ class DeliveryController:
         self._held: dict[int, _Held] = {}
         self._seen: set[int] = set()
         self._gaps: deque[tuple[int, int]] = deque()
-        self._asm: _Assembly | None = None
+        self._assembly: _Assembly | None = None
         self._asms: dict[int, _Assembly] = {}
         self._delivered = 0
         self._bytes = 0
@@ -412,8 +412,8 @@ class DeliveryController:
     def statistics(self) -> DeliveryStatistics:
         """A frozen snapshot of the counters (see :class:`DeliveryStatistics`)."""
         held_frags = sum(a.count for a in self._asms.values())
-        if self._asm is not None:
-            held_frags += self._asm.count
+        if self._assembly is not None:
+            held_frags += self._assembly.count
         return DeliveryStatistics(
             msgs_delivered=self._delivered,
             bytes_delivered=self._bytes,
@@ -539,7 +539,7 @@ class DeliveryController:
         out: list[Delivery],
     ) -> None:
         """``ordered=1``: the message at stream position ``sqn`` (``== _next``) is processed."""
-        asm = self._asm
+        asm = self._assembly
         if fragment is None:
             if asm is not None:  # an unfragmented message where a fragment was due: malformed
                 self._drop_asm()
@@ -556,7 +556,7 @@ class DeliveryController:
                 self._reassembled += 1
                 self._emit_data(sqn, payload, flags, properties, first, out)
                 return
-            asm = self._asm = _Assembly(first, total)
+            asm = self._assembly = _Assembly(first, total)
         elif asm is None or asm.first != first or asm.total != total or asm.size != offset:
             # Its message started before the join, lost a fragment, or the headers disagree (2.4.3).
             if asm is not None:
@@ -567,7 +567,7 @@ class DeliveryController:
         asm.size += len(payload)
         asm.count += 1
         if asm.size >= total:
-            self._asm = None
+            self._assembly = None
             if asm.size > total:
                 self._frags_discarded += asm.count
                 return
@@ -589,10 +589,10 @@ class DeliveryController:
         self._prune()
 
     def _drop_asm(self) -> None:
-        asm = self._asm
+        asm = self._assembly
         if asm is not None:
             self._frags_discarded += asm.count
-            self._asm = None
+            self._assembly = None
 
     # ------------------------------------------------------------------ arrival-order reassembly
 
@@ -788,7 +788,7 @@ class DeliveryController:
         clean = (
             self._next == self._top
             and self._delivered_any
-            and self._asm is None
+            and self._assembly is None
             and not self._asms
             and not self._gaps
             and not self._ended

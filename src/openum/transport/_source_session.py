@@ -51,7 +51,9 @@ EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3
 
 # How many payload sizes a session keeps a packer for (applications send a handful of sizes; the rest
 # take the slow way).
-_MAX_PACKERS: Final = 64  # SourceEvent values
+_MAX_PACKERS: Final = 64
+#: ``pack(buf, offset, msglen, topic_index, sqn, payload)``: wire.lbmc.data_message_packer's encoder.
+_Packer = Callable[[Any, int, int, int, int, bytes | bytearray], None]
 
 
 class SourceSessionBase(abc.ABC):
@@ -84,7 +86,7 @@ class SourceSessionBase(abc.ABC):
         self.max_payload = datagram_max - DATA_HEADER
         self._batch = bytearray(datagram_max)
         self._blen = 0
-        self._packers: dict[int, Callable[[Any, int, int, int, int, bytes | bytearray], None]] = {}
+        self._packers: dict[int, _Packer] = {}
         self._batch_timer: int | None = None
         self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
@@ -240,7 +242,7 @@ class SourceSessionBase(abc.ABC):
                 # One struct call per message for the payload sizes this session sends (its first
                 # message of a size takes encode_data_into and leaves a packer for the next ones); a
                 # struct packs bytes, so a memoryview (a byte view: Source.send saw to it) is copied.
-                pack = self._packers.get(size)
+                pack: _Packer | None = self._packers.get(size)
                 if pack is not None:
                     msglen = DATA_HEADER + size
                     pack(

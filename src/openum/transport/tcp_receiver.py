@@ -28,7 +28,7 @@ __all__ = ["TcpReceiverSession", "TcpReceiverStatistics", "TopicHandler", "split
 
 RECV_BUFFER = 256 * 1024
 _HEAD = struct.Struct(">BxH")  # ver/type, msglen: the start of every LBMC message
-# Membership instead of ``events & FdEvent.READ``: IntFlag's operators run Python code on every read.
+_INCOMPLETE = -2  # _complete_pending: the read ended inside the pending message again
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +149,7 @@ class TcpReceiverSession:
         pos = 0
         if self._pending is not None:
             pos = self._complete_pending(view, now)
-            if pos < 0 or self._pending is not None:
+            if pos < 0:
                 return  # closed, or the read ended inside the message again
         if pos:
             view = view[pos:]
@@ -162,7 +162,8 @@ class TcpReceiverSession:
     def _complete_pending(self, view: memoryview, now: int) -> int:
         """Complete the message a previous read ended inside, from ``view``; deliver it once whole.
 
-        Returns how many bytes of ``view`` it took, or -1 when the stream is corrupt (then closed).
+        Returns how many bytes of ``view`` it took, -1 when the stream is corrupt (then closed), or
+        _INCOMPLETE when ``view`` ended inside the message again (it took all of it).
         The completed message gets a buffer of its own that is never resized afterwards, so payload
         views of it stay valid for their callbacks."""
         pending = self._pending
@@ -172,7 +173,7 @@ class TcpReceiverSession:
             took = min(CONTROL_HEADER_LEN - len(pending), len(view))
             pending += view[:took]
             if len(pending) < CONTROL_HEADER_LEN:
-                return took
+                return _INCOMPLETE
         ver_type, msglen = _HEAD.unpack_from(pending, 0)
         problem = stream_frame_error(ver_type, msglen)
         if problem is not None:
@@ -183,7 +184,7 @@ class TcpReceiverSession:
         pending += view[took : took + more]
         took += more
         if len(pending) < msglen:
-            return took
+            return _INCOMPLETE
         self._pending = None
         if self.demux.dispatch_stream(memoryview(pending), now) != msglen:
             self.close("the source sent a malformed message")

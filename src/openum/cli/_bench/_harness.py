@@ -925,6 +925,7 @@ class Bench:
 
 
 def machine_facts() -> dict[str, Any]:
+    from openum._accel import COMPILED, REASON
     from openum._version import __version__
 
     facts: dict[str, Any] = {
@@ -937,6 +938,9 @@ def machine_facts() -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "openum": __version__,
+        # The workers inherit the environment, so they run what this process runs.
+        "openum_compiled": COMPILED,
+        "openum_build": REASON,
     }
     try:
         import zmq

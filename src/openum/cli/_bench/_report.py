@@ -36,6 +36,7 @@ def markdown(doc: dict[str, Any]) -> str:
     )
     add(
         f"Machine: {m['cpu_count']} CPUs ({m['cpu_model']}), Python {m['python']}, openum {m['openum']}"
+        + (f" ({m['openum_build']})" if m.get("openum_build") else "")
         + (f", {peers}" if peers else "")
         + "."
     )
