@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from openum._source import AVAILABLE_TRANSPORTS
-from openum.cli._bench._harness import TRANSPORTS, Bench, Settings
+from openum.cli._bench._harness import TRANSPORTS, Bench, Run, Settings
 from tests.integration.pubsub import ROOT, child_env
 
 INSTALLED_PEERS = [
@@ -136,3 +136,35 @@ def test_bench_rejects_an_unknown_transport_or_peer() -> None:
         done = run_bench(*args, timeout=60)
         assert done.returncode == 2, done.stderr
         assert "unknown" in done.stderr
+
+
+def _rate_search(cap: float, loses_above: float, steps: int = 8) -> dict[str, Any]:
+    """max_rate over a model transport: the publisher sends at most ``cap`` msgs/s, and the receiver
+    loses messages when they come faster than ``loses_above``."""
+    bench = Bench(Settings(transports=["lbtrm"], peers=[], rate_steps=steps), ("lbtrm",), lambda _: None)
+
+    def throughput(kind: str, system: Any, size: int, count: int, step: int, **kw: Any) -> Run:
+        achieved = min(kw["rate"], cap)
+        run = Run(kind, system, size, step, ok=True, publisher={"msgs_per_sec": achieved})
+        run.extra["lost"] = 0.01 if achieved > loses_above else 0.0
+        return run
+
+    try:
+        bench.throughput = throughput  # type: ignore[method-assign]
+        bench.max_rate(bench.openum[0])
+        return bench.rate_results["lbtrm"]
+    finally:
+        Path(bench.tmp).rmdir()
+
+
+def test_the_rate_search_counts_a_lossless_publisher_bound_probe_as_sustained() -> None:
+    # 100 k, 200 k, ... 1.6 M: the publisher reaches only 1.3 M, losing nothing: 1.3 M held.
+    found = _rate_search(cap=1_300_000, loses_above=float("inf"))
+    assert found["max_sustained"] == 1_300_000
+    assert "publisher reached only 1,300,000 msgs/s, with zero loss" in found["probes"][4]["why"]
+
+
+def test_the_rate_search_stays_below_a_rate_that_lost_messages() -> None:
+    found = _rate_search(cap=float("inf"), loses_above=500_000)
+    assert 400_000 <= found["max_sustained"] <= 500_000
+    assert all(p["rate"] <= 500_000 for p in found["probes"] if p["sustained"])
