@@ -65,6 +65,9 @@ COMPILED_MODULES: tuple[str, ...] = (
     "openum.transport.tcp_receiver",
 )
 
+#: setup.py's mypyc group: its shared library, ``openum__mypyc``, holds the compiled code.
+_GROUP_LIBRARY = "openum__mypyc"
+
 # Where an older extension module than its source is still taken for current: a wheel's files are all
 # written at install time, in no particular order.
 _MTIME_SLACK_S = 2.0
@@ -77,7 +80,13 @@ def _source_path(module: str, package_dir: str = _PACKAGE_DIR) -> str:
 
 
 def _extension_path(module: str, package_dir: str) -> str | None:
-    base = os.path.join(package_dir, *module.split(".")[1:])
+    """The extension file of ``module`` (``package.sub.name``, or a top-level name when ``package_dir``
+    is the directory holding the package), or None."""
+    base = (
+        os.path.join(package_dir, *module.split(".")[1:])
+        if "." in module
+        else os.path.join(package_dir, module)
+    )
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         if os.path.exists(base + suffix):
             return base + suffix
@@ -93,13 +102,18 @@ def _check(
         return False, f"pure Python ({ENV_PURE}={environ[ENV_PURE]})"
     missing: list[str] = []
     stale: list[str] = []
+    # mypyc puts the compiled code of the whole group in one library beside the package (the modules'
+    # own extension files only load it, and a rebuild leaves those alone when they did not change).
+    group_lib = _extension_path(_GROUP_LIBRARY, os.path.dirname(package_dir))
+    group_mtime = os.stat(group_lib).st_mtime if group_lib is not None else 0.0
     for module in modules:
         ext = _extension_path(module, package_dir)
         if ext is None:
             missing.append(module)
             continue
         try:
-            if os.stat(_source_path(module, package_dir)).st_mtime > os.stat(ext).st_mtime + _MTIME_SLACK_S:
+            built = max(os.stat(ext).st_mtime, group_mtime)
+            if os.stat(_source_path(module, package_dir)).st_mtime > built + _MTIME_SLACK_S:
                 stale.append(module)
         except OSError:  # no source next to it: an installation of compiled modules only
             continue

@@ -14,7 +14,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from openum._message import Message, MsgType
 from openum.config import Attributes
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 
 _ids = itertools.count(1)
-_DATA = MsgType.DATA
-_state = callback_state
+# Final: compiled, these are read from C variables rather than looked up in the module's dict.
+_DATA: Final = MsgType.DATA
+_state: Final = callback_state
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from openum.config import Attributes
 from openum.protocol.resolution import SourceSpec
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
 from openum.transport._reliable import ReliableSourceStatistics
-from openum.transport._source_session import SourceSessionBase
+from openum.transport._source_session import SourceSessionBase, TopicSender
 from openum.transport.tcp import TcpSourceStatistics
 from openum.wire import WireError
 from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
@@ -61,7 +61,7 @@ _START_BATCH, _END_BATCH, _FLUSH, _NONBLOCK = (
 )
 
 
-class Source:
+class Source(TopicSender):
     """A source for one topic (``lbm_src_t``); create with :meth:`Context.create_source`."""
 
     def __init__(
@@ -129,7 +129,7 @@ class Source:
         """
         if self.closed:
             raise ClosedError(f"source {self.topic!r} is closed")
-        if type(data) is not bytes:
+        if type(data) is not bytes and type(data) is not bytearray:
             if type(data) is memoryview:
                 if data.ndim != 1 or data.itemsize != 1 or not data.c_contiguous:
                     data = data.tobytes()  # the message carries the view's bytes, in order

@@ -73,6 +73,16 @@ def test_a_source_newer_than_its_compiled_module_means_pure_python_with_a_warnin
     assert _accel._check(MODULES, str(_tree(tmp_path / "slack", source_age=1.0)), {})[0]
 
 
+def test_a_rebuilt_group_library_makes_unchanged_module_files_current(tmp_path: Path) -> None:
+    """mypyc compiles the code of every module into one library beside the package; a rebuild after a
+    source change rewrites it but leaves the modules' own (loader) extension files alone."""
+    root = _tree(tmp_path, source_age=60.0)
+    library = tmp_path / (_accel._GROUP_LIBRARY + SUFFIX)
+    library.write_bytes(b"")
+    os.utime(library, (1_000_060, 1_000_060))
+    assert _accel._check(MODULES, str(root), {})[0]
+
+
 def test_the_modules_that_run_are_the_ones_openum_says() -> None:
     suffix = ".py" if not openum.COMPILED else SUFFIX
     for module in _accel.COMPILED_MODULES:

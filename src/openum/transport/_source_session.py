@@ -40,12 +40,12 @@ from openum.wire.lbmc import (
     encode_properties,
 )
 
-__all__ = ["EVENT_CONNECT", "EVENT_DISCONNECT", "EVENT_WAKEUP", "SQN_MASK", "SourceSessionBase"]
+__all__ = ["EVENT_CONNECT", "EVENT_DISCONNECT", "EVENT_WAKEUP", "SQN_MASK", "SourceSessionBase", "TopicSender"]
 
-DATA_HEADER = 12
-FRAGMENT_OVERHEAD = FRAGMENT_HEADER_LEN  # 28: data header + FRAG extension header
-PROPERTIES_FRAGMENT_OVERHEAD = 40  # ... plus the properties-length chain element
-SQN_MASK = 0xFFFFFFFF
+DATA_HEADER: Final = 12
+FRAGMENT_OVERHEAD: Final = FRAGMENT_HEADER_LEN  # 28: data header + FRAG extension header
+PROPERTIES_FRAGMENT_OVERHEAD: Final = 40  # ... plus the properties-length chain element
+SQN_MASK: Final = 0xFFFFFFFF
 
 EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3
 
@@ -54,6 +54,19 @@ EVENT_CONNECT, EVENT_DISCONNECT, EVENT_WAKEUP = 1, 2, 3
 _MAX_PACKERS: Final = 64
 #: ``pack(buf, offset, msglen, topic_index, sqn, payload)``: wire.lbmc.data_message_packer's encoder.
 _Packer = Callable[[Any, int, int, int, int, bytes | bytearray], None]
+
+
+class TopicSender:
+    """What a session reads and advances of the source of each of its topics (``openum.Source`` is one).
+
+    ``topic_index``: the topic's index in the session; ``_next_sqn``: the topic sequence number of its
+    next message; ``_last_send_ns``: when it last sent (None: never), for TSNIs.  (A class, not a
+    protocol, so that compiled sessions reach these attributes directly.)
+    """
+
+    topic_index: int
+    _next_sqn: int
+    _last_send_ns: int | None
 
 
 class SourceSessionBase(abc.ABC):
@@ -79,6 +92,10 @@ class SourceSessionBase(abc.ABC):
         self._indices = itertools.count(1)
         self.closed = False
         self.lock = lock or threading.Lock()
+        # The send path takes the lock with these (``with`` looks __enter__ and __exit__ up every time,
+        # and __exit__ parses three arguments).
+        self._acquire = self.lock.acquire
+        self._release = self.lock.release
         self._unblocked = threading.Condition(self.lock)
         self.batch_min: int = attrs.get("implicit_batching_minimum_length")
         self.batch_interval_ms: int = attrs.get("implicit_batching_interval")
@@ -209,7 +226,7 @@ class SourceSessionBase(abc.ABC):
     # -- the send path ----------------------------------------------------------------------------
     def send(
         self,
-        source: Any,
+        source: TopicSender,
         data: bytes | bytearray | memoryview,
         flush: bool,
         nonblock: bool,
@@ -226,7 +243,8 @@ class SourceSessionBase(abc.ABC):
         On the hot path (a message that fits the datagram, without properties) the counters are
         attributes rather than entries of the statistics dict.
         """
-        with self.lock:
+        self._acquire()
+        try:
             if self.closed:
                 raise ClosedError("the source's transport session is closed")
             topic_index = source.topic_index
@@ -269,6 +287,8 @@ class SourceSessionBase(abc.ABC):
             elif self._blen and self._batch_timer is None:
                 self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
             source._last_send_ns = self._now()
+        finally:
+            self._release()
         return (sqn + used - 1) & SQN_MASK
 
     def _counters(self) -> dict[str, int]:
