@@ -21,15 +21,17 @@ receiver session is used only on the context thread.
 from __future__ import annotations
 
 import abc
+import fcntl
 import os
 import random
 import socket
 import sys
+import termios
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from openum.protocol.reliable import (
     Outgoing,
@@ -61,18 +63,31 @@ __all__ = [
     "ReliableSourceSession",
     "ReliableSourceStatistics",
     "close_socket",
+    "datagram_pending",
     "loss_hook_from_env",
     "set_buffer",
 ]
 
 #: Datagrams read per readiness event before the loop looks at its other work.
 MAX_DRAIN = 64
+_NOTHING_PENDING: Final = b"\0\0\0\0"
 #: Receive buffer size: the largest UDP datagram.
 RECV_SIZE = 65536
 #: Environment variable of the test-only receive loss hook.
 DROP_ENV = "OPENUM_TEST_DROP"
 
 Address = tuple[str, int]
+
+
+def datagram_pending(fd: int, scratch: bytearray) -> bool:
+    """Whether the UDP socket ``fd`` holds another datagram to read (``scratch``: 4 bytes to reuse).
+
+    Asked between the reads of one readiness event instead of reading until the read fails: ``FIONREAD``
+    (the size of the next datagram; 0 also for an empty one, which the next event reads) costs a third
+    of a read that fails with EAGAIN and raises, which was the last read of every event, and every
+    round trip's."""
+    fcntl.ioctl(fd, termios.FIONREAD, scratch)
+    return scratch != _NOTHING_PENDING
 
 
 #: A test-only receive hook: ``drop(datagram) -> True`` drops it (counted as ``dgrams_dropped_test_hook``).

@@ -40,7 +40,14 @@ from openum.wire.lbmc import (
     encode_properties,
 )
 
-__all__ = ["EVENT_CONNECT", "EVENT_DISCONNECT", "EVENT_WAKEUP", "SQN_MASK", "SourceSessionBase", "TopicSender"]
+__all__ = [
+    "EVENT_CONNECT",
+    "EVENT_DISCONNECT",
+    "EVENT_WAKEUP",
+    "SQN_MASK",
+    "SourceSessionBase",
+    "TopicSender",
+]
 
 DATA_HEADER: Final = 12
 FRAGMENT_OVERHEAD: Final = FRAGMENT_HEADER_LEN  # 28: data header + FRAG extension header

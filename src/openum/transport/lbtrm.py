@@ -46,6 +46,7 @@ from openum.transport._reliable import (
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
+    datagram_pending,
     loss_hook_from_env,
     set_buffer,
 )
@@ -269,6 +270,7 @@ class RmReceiving:
         self._sessions: dict[tuple[str, int], RmReceiverSession] = {}  # (source ip, session id)
         self._nak_sock: socket.socket | None = None
         self._drop = loss_hook_from_env()
+        self._scratch = bytearray(4)  # datagram_pending's
         self.dgrams_dropped_unknown = 0
         self.dgrams_dropped_test = 0
 
@@ -316,11 +318,14 @@ class RmReceiving:
         self.loop.register_fd(sock.fileno(), FdEvent.READ, self._readable, sock)
         return sock
 
-    def _readable(self, _fd: int, _events: FdEvent, sock: socket.socket) -> None:
+    def _readable(self, fd: int, _events: FdEvent, sock: socket.socket) -> None:
         now = self.loop.clock.now_ns()
         sessions = self._sessions
         drop = self._drop
-        for _ in range(MAX_DRAIN):
+        scratch = self._scratch
+        for i in range(MAX_DRAIN):
+            if i and not datagram_pending(fd, scratch):
+                return
             try:
                 data, addr = sock.recvfrom(RECV_SIZE)
             except (BlockingIOError, InterruptedError):

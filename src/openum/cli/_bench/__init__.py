@@ -98,7 +98,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="length of each maximum-sustainable-rate probe (default 5; UM's method uses 60)",
     )
-    p.add_argument("--rate-steps", type=positive, default=6, help="binary search steps (default 6)")
+    p.add_argument("--rate-steps", type=positive, default=8, help="binary search steps (default 8)")
     p.add_argument(
         "--rate-start",
         type=float,

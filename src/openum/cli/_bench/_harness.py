@@ -258,7 +258,7 @@ class Settings:
     sweep_repeat: int = 1
     rate: bool = True
     rate_duration: float = 5.0
-    rate_steps: int = 6
+    rate_steps: int = 8
     rate_start: float = 100_000.0
     memory: bool = True
     memory_count: int = 3_000_000
