@@ -69,23 +69,24 @@ __all__ = [
 ]
 
 #: Datagrams read per readiness event before the loop looks at its other work.
-MAX_DRAIN = 64
-_NOTHING_PENDING: Final = b"\0\0\0\0"
+MAX_DRAIN: Final = 64
 #: Receive buffer size: the largest UDP datagram.
-RECV_SIZE = 65536
+RECV_SIZE: Final = 65536
 #: Environment variable of the test-only receive loss hook.
 DROP_ENV = "OPENUM_TEST_DROP"
 
 Address = tuple[str, int]
 
 
+_NOTHING_PENDING: Final = b"\0\0\0\0"  # FIONREAD's answer when no datagram waits
+
+
 def datagram_pending(fd: int, scratch: bytearray) -> bool:
     """Whether the UDP socket ``fd`` holds another datagram to read (``scratch``: 4 bytes to reuse).
 
-    Asked between the reads of one readiness event instead of reading until the read fails: ``FIONREAD``
-    (the size of the next datagram; 0 also for an empty one, which the next event reads) costs a third
-    of a read that fails with EAGAIN and raises, which was the last read of every event, and every
-    round trip's."""
+    Asked after the first read of a readiness event: ``FIONREAD`` (the size of the next datagram; 0 also
+    for an empty one, which the next event reads) costs a third of a read that fails with EAGAIN and
+    raises, which otherwise ended every event, and so every round trip."""
     fcntl.ioctl(fd, termios.FIONREAD, scratch)
     return scratch != _NOTHING_PENDING
 

@@ -25,7 +25,7 @@ import socket
 import struct
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from openum._errors import ConfigError
 from openum.config import SourceAttributes
@@ -58,7 +58,7 @@ Address = tuple[str, int]
 
 #: Source options of an LBT-RM session (first source wins, seed 3.3.3).
 SESSION_OPTIONS = session_options("transport_lbtrm_")
-_SID = struct.Struct(">I")
+_SID: Final = struct.Struct(">I")
 
 
 def _multicast_sender(interface: str, ttl: int) -> socket.socket:
@@ -324,7 +324,9 @@ class RmReceiving:
         drop = self._drop
         scratch = self._scratch
         for i in range(MAX_DRAIN):
-            if i and not datagram_pending(fd, scratch):
+            # One datagram per event (a round trip) ends without a failed read; a burst reads on
+            # until one fails (EAGAIN: one raised exception per event, not a probe per datagram).
+            if i == 1 and not datagram_pending(fd, scratch):
                 return
             try:
                 data, addr = sock.recvfrom(RECV_SIZE)

@@ -251,7 +251,9 @@ class RuReceiving:
         drop = self._drop
         scratch = self._scratch
         for i in range(MAX_DRAIN):
-            if i and not datagram_pending(fd, scratch):
+            # One datagram per event (a round trip) ends without a failed read; a burst reads on
+            # until one fails (EAGAIN: one raised exception per event, not a probe per datagram).
+            if i == 1 and not datagram_pending(fd, scratch):
                 return
             try:
                 data, addr = sock.recvfrom(RECV_SIZE)
