@@ -50,6 +50,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "openum.protocol.reliable._receiver",
     "openum.protocol.reliable._repair",
     "openum.protocol.reliable._source",
+    "openum.protocol.reliable._stats",
     "openum.protocol.reliable._window",
     "openum.protocol.reliable.lbtrm",
     "openum.protocol.reliable.lbtru",

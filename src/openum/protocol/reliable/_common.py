@@ -33,6 +33,7 @@ __all__ = [
     "SourceUnblocked",
     "Unrecovered",
     "UnrecoveredReason",
+    "new_record",
     "sqn_diff",
 ]
 
@@ -92,6 +93,11 @@ class SendResult(NamedTuple):
 
 #: The single "refused" result (nothing changed, so nothing to say).
 REFUSED: Final = SendResult((), refused=True)
+
+#: ``new_record(Outgoing, (data, destination))``: a result record built from all of its fields, on the
+#: per-datagram paths.  A NamedTuple's own constructor runs a Python ``__new__`` (interpreted even where
+#: the engines are compiled) that only does this.
+new_record: Final = tuple.__new__
 
 
 # --- events ---------------------------------------------------------------------------------------

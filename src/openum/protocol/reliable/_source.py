@@ -20,6 +20,7 @@ from openum.protocol.reliable._common import (
     SendResult,
     SourceEvent,
     SourceUnblocked,
+    new_record,
 )
 from openum.protocol.reliable._ratelimit import RateController, RateDecision
 from openum.protocol.reliable._repair import NcfEntry, RepairServer, SmTimer
@@ -171,11 +172,10 @@ class SourceBase(abc.ABC):
         window.append(datagram)
         if decision is _SEND:
             out = self._transmit(sqn, datagram, now_ns)
-            # Positional: a NamedTuple's keyword arguments cost more than the rest of the tuple.
-            return SendResult(released + out if released else out, False, False, sqn & SQN_MASK)
+            return new_record(SendResult, (released + out if released else out, False, False, sqn & SQN_MASK))
         self._queued = datagram
         self._rctlr_data_msgs += 1
-        return SendResult(released, True, False, sqn & SQN_MASK)
+        return new_record(SendResult, (released, True, False, sqn & SQN_MASK))
 
     def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
         out = self._data_outgoing(datagram)

@@ -37,6 +37,7 @@ from openum.protocol.reliable._common import (
     ReceiverEvent,
     SessionActive,
     SourceEvent,
+    new_record,
 )
 from openum.protocol.reliable._nak import Verdict
 from openum.protocol.reliable._ratelimit import RateController
@@ -172,7 +173,7 @@ class RmSource(SourceBase):
         return self._header(sqn & SQN_MASK, self._window.trail & SQN_MASK) + payload
 
     def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
-        return (Outgoing(datagram),)
+        return (new_record(Outgoing, (datagram, None)),)
 
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
         buf = bytearray(datagram)

@@ -41,6 +41,7 @@ from openum.protocol.reliable._common import (
     ReceiverEvent,
     SessionActive,
     SourceEvent,
+    new_record,
 )
 from openum.protocol.reliable._nak import Verdict
 from openum.protocol.reliable._ratelimit import RateController
@@ -243,7 +244,7 @@ class RuSource(SourceBase):
         return len(self._clients)
 
     def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
-        return tuple([Outgoing(datagram, address) for address in self._clients])
+        return tuple([new_record(Outgoing, (datagram, address)) for address in self._clients])
 
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
         if key not in self._clients:
