@@ -27,10 +27,12 @@ import importlib.util
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
+from typing import TypeVar
 
-__all__ = ["COMPILED", "COMPILED_MODULES", "ENV_PURE", "REASON"]
+__all__ = ["COMPILED", "COMPILED_MODULES", "ENV_PURE", "REASON", "mypyc_attr"]
+
 
 #: Set to ``1`` to run the pure-Python modules although compiled ones are installed (or, at install
 #: time, not to compile them).
@@ -134,6 +136,17 @@ def _check(
         )
         return False, f"pure Python ({problem})"
     return True, f"compiled with mypyc ({len(modules)} modules)"
+
+
+_T = TypeVar("_T")
+
+
+def mypyc_attr(*attrs: str, **kwattrs: object) -> Callable[[_T], _T]:
+    """``mypy_extensions.mypyc_attr`` where mypy is not installed (it only speaks to the compiler).
+
+    A class of a compiled module that Python code may subclass (a test's fake, say) is marked
+    ``@mypyc_attr(allow_interpreted_subclasses=True)``."""
+    return lambda cls: cls
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):

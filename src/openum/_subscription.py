@@ -22,6 +22,7 @@ from openum.protocol.delivery import Delivery, DeliveryController, DeliveryKind
 from openum.protocol.reliable import RmReceiverParams, RuReceiverParams
 from openum.protocol.resolution import source_key
 from openum.runtime import NS_PER_MS, EventKind
+from openum.transport._demux import TopicHandler
 from openum.transport._interfaces import resolve_interface
 from openum.transport.lbtrm import RmReceiving
 from openum.transport.lbtru import RuReceiving
@@ -50,7 +51,7 @@ _KIND_TO_TYPE = {
 }
 
 
-class TopicSubscription:
+class TopicSubscription(TopicHandler):
     """One (topic, source) on a joined session: its delivery controller and the receivers fed by it."""
 
     __slots__ = (

@@ -101,3 +101,10 @@ def test_the_choice_follows_the_environment_in_a_new_process() -> None:
 def test_every_compiled_module_exists_as_source() -> None:
     for module in _accel.COMPILED_MODULES:
         assert Path(_accel._source_path(module)).is_file(), module
+
+
+def test_the_stand_in_for_mypyc_attr_leaves_a_class_as_it_is() -> None:
+    class Handler:
+        pass
+
+    assert _accel.mypyc_attr(allow_interpreted_subclasses=True)(Handler) is Handler

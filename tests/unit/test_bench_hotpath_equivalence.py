@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import openum
 from openum.runtime import EventLoop, MonotonicClock
-from openum.transport._demux import LbmcDemux
+from openum.transport._demux import LbmcDemux, TopicHandler
 from openum.transport.tcp_receiver import TcpReceiverSession
 from openum.wire import WireError
 from openum.wire.lbmc import (
@@ -43,7 +43,7 @@ from openum.wire.lbmc import (
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 
 
-class Recorder:
+class Recorder(TopicHandler):
     """A topic handler that copies what it is given (payloads are only valid during the call)."""
 
     def __init__(self, name: int, calls: list[tuple[Any, ...]]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from openum.wire import WireError
 from openum.wire.lbmc import (
@@ -30,6 +30,11 @@ from openum.wire.lbmc import (
     decode_message_at,
     decode_properties,
 )
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # installed without mypy: the attribute only matters to the compiler
+    from openum._accel import mypyc_attr
 
 __all__ = ["FLAG_RETRANSMIT", "LbmcDemux", "TopicHandler", "split_properties", "stream_frame_error"]
 
@@ -60,7 +65,16 @@ def stream_frame_error(ver_type: int, msglen: int) -> str | None:
     return None
 
 
-class TopicHandler(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class TopicHandler:
+    """What the demultiplexer hands a topic's messages to; handlers subclass it.
+
+    A base class rather than a protocol: compiled, the demultiplexer calls a subclass's methods
+    directly instead of looking them up by name for every message.
+    """
+
+    __slots__ = ()
+
     def on_data(
         self,
         sqn: int,
@@ -69,9 +83,11 @@ class TopicHandler(Protocol):
         fragment: tuple[int, int, int] | None,
         flags: int,
         properties: Any,
-    ) -> None: ...
+    ) -> None:
+        raise NotImplementedError
 
-    def on_tsni(self, sqn: int, now_ns: int) -> None: ...
+    def on_tsni(self, sqn: int, now_ns: int) -> None:
+        raise NotImplementedError
 
 
 class LbmcDemux:
