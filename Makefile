@@ -58,8 +58,11 @@ docs: $(STAMP_CORE)
 	$(VENV)/bin/openum config options --format markdown > docs/configuration.md
 
 # Every test runs twice (PRACTICES 14): on the compiled hot paths, then on the pure-Python ones
-# (OPENUM_PURE_PYTHON=1); when nothing could be compiled, once.  pytest exits 5 when it collected
-# nothing: that is a broken test run, never a pass.
+# (OPENUM_PURE_PYTHON=1); once where they cannot be compiled (no C compiler or Python headers) or
+# OPENUM_PURE_PYTHON is set.  A build that fell back to pure Python although it could compile is an
+# error, not a quiet single run.  pytest exits 5 when it collected nothing: a broken run, never a pass.
+CAN_COMPILE := import os, shutil, sys, sysconfig; cc = (sysconfig.get_config_var("CC") or "cc").split()[0]; \
+	sys.exit(0 if shutil.which(cc) and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)
 test: system-deps lint
 	@compiled=$$($(PY) -c 'import openum; print(int(openum.COMPILED))') || exit 1; \
 	if [ "$$compiled" = 1 ]; then \
@@ -67,6 +70,11 @@ test: system-deps lint
 		$(MAKE) --no-print-directory pytest || exit $$?; \
 		echo "make test: 2/2: the pure-Python hot paths (OPENUM_PURE_PYTHON=1)"; \
 		OPENUM_PURE_PYTHON=1 $(MAKE) --no-print-directory pytest; \
+	elif [ -z "$${OPENUM_PURE_PYTHON:-}" ] && $(PY) -c '$(CAN_COMPILE)'; then \
+		echo "make test: a C compiler and the Python headers are here, but the hot paths are not compiled" \
+			"($$($(PY) -c 'import openum._accel as a; print(a.REASON)')); see the build output of" \
+			"'$(PY) -m pip install -v -e .', or set OPENUM_PURE_PYTHON=1 to test pure Python only" >&2; \
+		exit 1; \
 	else \
 		echo "make test: the hot paths are not compiled here; one run, pure Python"; \
 		$(MAKE) --no-print-directory pytest; \

@@ -17,9 +17,12 @@ MODULES = ("pkg.alpha", "pkg.sub.beta")
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
-def _tree(tmp_path: Path, *, compiled: tuple[str, ...] = MODULES, source_age: float = 0.0) -> Path:
-    """A package directory with the sources of MODULES and extension files for ``compiled``; the sources
-    are ``source_age`` seconds newer than the extension files."""
+def _tree(
+    tmp_path: Path, *, compiled: tuple[str, ...] = MODULES, source_age: float = 0.0, library: bool = True
+) -> Path:
+    """A package directory with the sources of MODULES and extension files for ``compiled`` (and, when
+    any and ``library``, mypyc's group library beside the package); the sources are ``source_age``
+    seconds newer than the extension files."""
     root = tmp_path / "pkg"
     for module in MODULES:
         base = root.joinpath(*module.split(".")[1:])
@@ -31,6 +34,10 @@ def _tree(tmp_path: Path, *, compiled: tuple[str, ...] = MODULES, source_age: fl
             ext = Path(str(base) + SUFFIX)
             ext.write_bytes(b"")
             os.utime(ext, (1_000_000, 1_000_000))
+    if compiled and library:
+        group = tmp_path / (_accel._GROUP_LIBRARY + SUFFIX)
+        group.write_bytes(b"")
+        os.utime(group, (1_000_000, 1_000_000))
     return root
 
 
@@ -65,6 +72,13 @@ def test_a_missing_compiled_module_means_pure_python_for_all_with_a_warning(tmp_
     assert "missing" in reason
 
 
+def test_a_missing_group_library_means_pure_python_with_a_warning(tmp_path: Path) -> None:
+    """The modules' extension files only load the group library, which holds the compiled code."""
+    with pytest.warns(RuntimeWarning, match=r"1 compiled module\(s\) missing \(openum__mypyc"):
+        compiled, _ = _accel._check(MODULES, str(_tree(tmp_path, library=False)), {})
+    assert not compiled
+
+
 def test_a_source_newer_than_its_compiled_module_means_pure_python_with_a_warning(tmp_path: Path) -> None:
     with pytest.warns(RuntimeWarning, match=r"2 compiled module\(s\) older than their source.*make"):
         compiled, _ = _accel._check(MODULES, str(_tree(tmp_path, source_age=60.0)), {})
@@ -77,9 +91,7 @@ def test_a_rebuilt_group_library_makes_unchanged_module_files_current(tmp_path: 
     """mypyc compiles the code of every module into one library beside the package; a rebuild after a
     source change rewrites it but leaves the modules' own (loader) extension files alone."""
     root = _tree(tmp_path, source_age=60.0)
-    library = tmp_path / (_accel._GROUP_LIBRARY + SUFFIX)
-    library.write_bytes(b"")
-    os.utime(library, (1_000_060, 1_000_060))
+    os.utime(tmp_path / (_accel._GROUP_LIBRARY + SUFFIX), (1_000_060, 1_000_060))
     assert _accel._check(MODULES, str(root), {})[0]
 
 
