@@ -25,17 +25,20 @@ $(VENV)/bin/python:
 	$(PY) -m pip install -q --upgrade pip
 
 # pip compiles the hot paths (setup.py, mypyc) when a C compiler and the Python headers are there, and
-# installs openum as pure Python otherwise; the last line says which.
-$(STAMP_CORE): pyproject.toml setup.py $(COMPILED_SRC) | $(VENV)/bin/python
+# installs openum as pure Python otherwise; the last line says which.  $(call install,TARGET)
+ALL_EXTRAS := .[dev,compression,spark]
+define install
 	@PYTHON=$(PY) ./scripts/system-deps.sh compiler || true
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '$(1)'
 	@$(PY) -c 'import openum._accel as a; print("openum:", a.REASON)'
+endef
+
+$(STAMP_CORE): pyproject.toml setup.py $(COMPILED_SRC) | $(VENV)/bin/python
+	$(call install,.)
 	@touch $@
 
 $(STAMP_ALL): pyproject.toml setup.py $(COMPILED_SRC) | $(VENV)/bin/python
-	@PYTHON=$(PY) ./scripts/system-deps.sh compiler || true
-	$(PY) -m pip install -q -e '.[dev,compression,spark]'
-	@$(PY) -c 'import openum._accel as a; print("openum:", a.REASON)'
+	$(call install,$(ALL_EXTRAS))
 	@touch $@ $(STAMP_CORE)
 
 system-deps:

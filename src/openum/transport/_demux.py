@@ -11,6 +11,7 @@ incomplete.
 
 from __future__ import annotations
 
+import abc
 import struct
 from dataclasses import dataclass
 from typing import Any, Final
@@ -66,15 +67,16 @@ def stream_frame_error(ver_type: int, msglen: int) -> str | None:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class TopicHandler:
-    """What the demultiplexer hands a topic's messages to; handlers subclass it.
+class TopicHandler(abc.ABC):
+    """What the demultiplexer hands a topic's messages to; handlers subclass it and implement both.
 
-    A base class rather than a protocol: compiled, the demultiplexer calls a subclass's methods
-    directly instead of looking them up by name for every message.
+    An abstract base class rather than a protocol: compiled, the demultiplexer calls a subclass's
+    methods directly instead of looking them up by name for every message.
     """
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def on_data(
         self,
         sqn: int,
@@ -84,10 +86,11 @@ class TopicHandler:
         flags: int,
         properties: Any,
     ) -> None:
-        raise NotImplementedError
+        """A data message (or fragment) for the topic: ``payload`` is valid only during the call."""
 
+    @abc.abstractmethod
     def on_tsni(self, sqn: int, now_ns: int) -> None:
-        raise NotImplementedError
+        """A TSNI record for the topic: ``sqn`` is the last sequence number its source sent."""
 
 
 class LbmcDemux:

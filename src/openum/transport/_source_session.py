@@ -330,34 +330,31 @@ class SourceSessionBase(abc.ABC):
         properties: PropertiesBlock | None,
     ) -> int:
         """Messages with properties or larger than a datagram: LBMC fragments (seed 8.7, 10.11)."""
-        if (
-            properties is not None
-            and len(data) + len(encode_properties(properties)) + 40 <= self.datagram_max
-        ):
+        block = None if properties is None else encode_properties(properties)
+        if block is not None and len(data) + len(block) + 40 <= self.datagram_max:
             self._append_message(
                 encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, (), data, properties))
             )
             self._bytes_sent += len(data)
             return 1
-        return self._send_fragments(topic_index, sqn, data, properties)
+        return self._send_fragments(topic_index, sqn, data, block)
 
     def _send_fragments(
         self,
         topic_index: int,
         sqn: int,
         data: bytes | bytearray | memoryview,
-        properties: PropertiesBlock | None,
+        block: bytes | None,
     ) -> int:
         """A message larger than a datagram: one fragment per datagram (seed 8.7).  Without properties a
         fragment is written straight into the batch (``encode_fragment_into``: one struct call and one
-        copy of its piece); with properties the block follows the payload and every fragment announces
-        its length in an extra header (the record path)."""
-        if properties is None:
+        copy of its piece); with properties (``block``: their encoding) the block follows the payload and
+        every fragment announces its length in an extra header (the record path)."""
+        if block is None:
             whole = memoryview(data)
             extra: tuple[AppHeaderChain, ...] = ()
             overhead = FRAGMENT_OVERHEAD
         else:
-            block = encode_properties(properties)
             whole = memoryview(bytes(data) + block)
             extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
             overhead = PROPERTIES_FRAGMENT_OVERHEAD
