@@ -63,6 +63,7 @@ class EventLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._poller.register(self._wake_r, FdEvent.READ)
+        self._wait = self._poller.wait
         self._fds: dict[int, _FdRegistration] = {}
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
         self._stop = False
@@ -239,7 +240,7 @@ class EventLoop:
                 if deadline is not None:
                     until_timer = max(0, deadline - self.clock.now_ns())
                     wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
-        events = self._poller.poll(None if wait_ns is None else wait_ns / 1e9)
+        events = self._wait(None if wait_ns is None else wait_ns / 1e9)  # wait_ns is None or >= 0
         ran = self._fire_fds(events) if events else 0
         if self._calls:
             ran += self._run_calls()

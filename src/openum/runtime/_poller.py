@@ -12,9 +12,9 @@ or write finds the error.
 
 from __future__ import annotations
 
-import math
 import select
 import selectors
+from collections.abc import Callable
 from typing import Any, Protocol
 
 __all__ = ["EpollPoller", "Poller", "SelectorsPoller", "default_poller"]
@@ -54,6 +54,11 @@ class Poller(Protocol):
         descriptor."""
         ...
 
+    wait: Callable[[float | None], list[tuple[int, int]]]
+    """:meth:`poll` for a ``timeout_s`` that is None or >= 0, as the cheapest callable the platform has
+    (the loop's call on every iteration): epoll's own ``poll``, which rounds a wait up to whole
+    milliseconds itself, with no Python frame around it."""
+
     def close(self) -> None: ...
 
 
@@ -63,6 +68,7 @@ class EpollPoller:
     def __init__(self, wrap: Any = int) -> None:
         self._epoll = select.epoll()
         self.fired: dict[int, Any] = _Fired(self._decode, wrap)
+        self.wait: Callable[[float | None], list[tuple[int, int]]] = self._epoll.poll
 
     @staticmethod
     def _epoll_events(events: int) -> int:
@@ -98,9 +104,9 @@ class EpollPoller:
             return self._epoll.poll(-1)
         if timeout_s <= 0:
             return self._epoll.poll(0)
-        # epoll counts whole milliseconds: round up, or a wait shorter than 1 ms would return at once
-        # and the loop would spin until the timer it waits for is due.
-        return self._epoll.poll(math.ceil(timeout_s * 1e3) * 1e-3)
+        # epoll counts whole milliseconds and select.epoll rounds up, so a wait shorter than 1 ms waits
+        # (rather than returning at once and spinning the loop until the timer it waits for is due).
+        return self._epoll.poll(timeout_s)
 
     def close(self) -> None:
         self._epoll.close()
@@ -112,6 +118,7 @@ class SelectorsPoller:
     def __init__(self, wrap: Any = int) -> None:
         self._selector = selectors.DefaultSelector()
         self.fired: dict[int, Any] = _Fired(int, wrap)
+        self.wait: Callable[[float | None], list[tuple[int, int]]] = self.poll
 
     def register(self, fd: int, events: int) -> None:
         self._selector.register(fd, events)

@@ -58,6 +58,7 @@ from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, So
 __all__ = [
     "MAX_DRAIN",
     "RECV_SIZE",
+    "DrainGate",
     "DropHook",
     "ReliableReceiverSession",
     "ReliableSourceSession",
@@ -89,6 +90,52 @@ def datagram_pending(fd: int, scratch: bytearray) -> bool:
     raises, which otherwise ended every event, and so every round trip."""
     fcntl.ioctl(fd, termios.FIONREAD, scratch)
     return scratch != _NOTHING_PENDING
+
+
+#: Readiness events in a row without a burst before :class:`DrainGate` stops looking past the first read.
+QUIET_EVENTS: Final = 8
+#: Once it has stopped, it still looks on every this-many-th event (a power of two).
+LOOK_EVERY: Final = 8
+_QUIET_CAP: Final = 1 << 20
+
+
+class DrainGate:
+    """Whether an LBT-RM/RU receiver reads on after the first datagrams of a readiness event.
+
+    Looking for another datagram (:func:`datagram_pending`, an ``ioctl``) pays off in a burst, where one
+    event then reads many.  In a round trip the look is a system call on the path of every message: the
+    answer is "no", or "yes" only because the peer's answer came back while the first datagram's
+    callback ran (one more datagram, then a read that fails with EAGAIN and raises).  Not looking loses
+    nothing: epoll is level-triggered, so a socket that still holds a datagram is reported again at once
+    and the next event reads it, for one more trip through the loop.
+
+    So an event looks after its first read and, if that found one, after its second: a third datagram
+    waiting means a burst, and the event drains the socket.  After :data:`QUIET_EVENTS` events in a row
+    without a burst the gate stops looking after the first read, except on every
+    :data:`LOOK_EVERY`-th event; a burst that starts meanwhile is found within :data:`LOOK_EVERY` events
+    (one datagram each), its datagrams waiting in the socket.
+    """
+
+    __slots__ = ("_quiet", "_scratch")
+
+    def __init__(self) -> None:
+        self._quiet = 0  # events in a row without a burst
+        self._scratch = bytearray(4)
+
+    def more(self, fd: int, reads: int) -> bool:
+        """Read on after ``reads`` (1 or 2) datagrams of this event on ``fd``?"""
+        quiet = self._quiet
+        if reads == 1:
+            if quiet >= QUIET_EVENTS and quiet & (LOOK_EVERY - 1):
+                self._quiet = quiet + 1 if quiet < _QUIET_CAP else QUIET_EVENTS
+                return False
+            if datagram_pending(fd, self._scratch):
+                return True  # a second datagram: the next look tells a burst from an answer
+        elif datagram_pending(fd, self._scratch):
+            self._quiet = 0  # a third: a burst, read on until the socket is empty
+            return True
+        self._quiet = quiet + 1 if quiet < _QUIET_CAP else QUIET_EVENTS
+        return False
 
 
 #: A test-only receive hook: ``drop(datagram) -> True`` drops it (counted as ``dgrams_dropped_test_hook``).

@@ -43,10 +43,10 @@ from openum.transport._pool import bind_first_free, session_options, warn_first_
 from openum.transport._reliable import (
     MAX_DRAIN,
     RECV_SIZE,
+    DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
-    datagram_pending,
     loss_hook_from_env,
     set_buffer,
 )
@@ -270,7 +270,7 @@ class RmReceiving:
         self._sessions: dict[tuple[str, int], RmReceiverSession] = {}  # (source ip, session id)
         self._nak_sock: socket.socket | None = None
         self._drop = loss_hook_from_env()
-        self._scratch = bytearray(4)  # datagram_pending's
+        self._gate = DrainGate()  # whether an event reads past its first datagrams
         self.dgrams_dropped_unknown = 0
         self.dgrams_dropped_test = 0
 
@@ -322,11 +322,11 @@ class RmReceiving:
         now = self.loop.clock.now_ns()
         sessions = self._sessions
         drop = self._drop
-        scratch = self._scratch
+        gate = self._gate
         for i in range(MAX_DRAIN):
-            # One datagram per event (a round trip) ends without a failed read; a burst reads on
-            # until one fails (EAGAIN: one raised exception per event, not a probe per datagram).
-            if i == 1 and not datagram_pending(fd, scratch):
+            # A round trip's event ends without a failed read; a burst reads on until one fails
+            # (EAGAIN: one raised exception per event, not a look per datagram).
+            if 0 < i < 3 and not gate.more(fd, i):
                 return
             try:
                 data, addr = sock.recvfrom(RECV_SIZE)
