@@ -44,6 +44,7 @@ from enum import IntEnum
 from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view
+from openum.wire._datapath import NHDR_DATA, RM_DATA, TYPE_DATA, rm_data_header_fast, rm_header_packer
 
 __all__ = [
     "BASE_HEADER_LEN",
@@ -87,7 +88,7 @@ DEFAULT_SOURCE_PORT_HIGH: Final = 14399
 
 # --- packet types (section 3.2) --------------------------------------------------------------------
 
-TYPE_DATA: Final = 0
+# TYPE_DATA (0) comes from openum.wire._datapath, with the DATA layout of the hot path.
 TYPE_SM: Final = 2
 TYPE_NAK: Final = 3
 TYPE_NCF: Final = 4
@@ -121,7 +122,7 @@ class NcfReason(IntEnum):
 # --- precompiled layouts -----------------------------------------------------------------------------
 
 _BASE: Final = struct.Struct(">BBHI")  # ver_type, next_hdr, ucast_port, session_id
-_DATA: Final = struct.Struct(">BBHIIIBBH")  # base + sqn, trail_sqn, flags_fec_type, tgsz, fec_symbol
+_DATA: Final = RM_DATA  # base + sqn, trail_sqn, flags_fec_type, tgsz, fec_symbol
 _SM: Final = struct.Struct(">BBHIIIIBBH")  # base + sm_sqn, lead, trail, flags_fec_type, tgsz, reserved
 _NAK: Final = struct.Struct(">BBHIHH")  # base + num_naks, format
 _NCF: Final = struct.Struct(">BBHIIHBB")  # base + trail_sqn, num_ncfs, reserved, reason_format
@@ -131,7 +132,7 @@ BASE_HEADER_LEN: Final = _BASE.size  # 8
 DATA_HEADER_LEN: Final = _DATA.size  # 20: where the LBMC payload starts when there are no options
 _OPT_HEADER_LEN: Final = _OPT.size  # 4
 _MAX_OPT_BODY: Final = 255 - _OPT_HEADER_LEN  # hdr_len is a u8 and counts the 4-byte header
-_NHDR_DATA: Final = 0  # next_hdr value that ends the chain ("Data")
+_NHDR_DATA: Final = NHDR_DATA  # next_hdr value that ends the chain ("Data")
 _MAX_LIST: Final = 0xFFFF  # num_naks / num_ncfs are u16
 
 
@@ -468,12 +469,7 @@ def data_header_packer(
     """
     _base_fields(ucast_port, session_id)
     _flags_fec(flags, 0, 0)
-    pack = _DATA.pack
-
-    def pack_header(sqn: int, trail_sqn: int) -> bytes:
-        return pack(TYPE_DATA, _NHDR_DATA, ucast_port, session_id, sqn, trail_sqn, flags, 0, 0)
-
-    return pack_header
+    return rm_header_packer(ucast_port, session_id, flags)
 
 
 # --- decoding ------------------------------------------------------------------------------------
@@ -535,6 +531,9 @@ def decode_data_header(buf: Buffer) -> tuple[int, int, int, int, int, int]:
     LBMC payload is ``buf[payload_offset:]``.  Test ``flags_fec_type & FLAG_RX`` for
     retransmissions.
     """
+    fast = rm_data_header_fast(buf)  # what openum sends: no options
+    if fast is not None:
+        return fast
     if len(buf) < DATA_HEADER_LEN:
         raise WireError(f"truncated LBT-RM DATA header: {len(buf)} of {DATA_HEADER_LEN} bytes", offset=0)
     ver_type, next_hdr, port, sid, sqn, trail, flags, _tgsz, _sym = _DATA.unpack_from(buf, 0)

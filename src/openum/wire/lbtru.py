@@ -53,6 +53,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view
+from openum.wire._datapath import (
+    NHDR_DATA,
+    RU_DATA,
+    RU_DATA_SID,
+    RU_NHDR_SID,
+    TYPE_DATA,
+    ru_data_header_fast,
+    ru_header_packer,
+)
 from openum.wire.lbtrm import NakFormat, NcfReason
 
 __all__ = [
@@ -109,7 +118,7 @@ DEFAULT_RECEIVER_PORT_HIGH: Final = 14379
 
 # --- packet types and header values (sections 4.2-4.4) ---------------------------------------------
 
-TYPE_DATA: Final = 0
+# TYPE_DATA (0) comes from openum.wire._datapath, with the DATA layouts of the hot path.
 TYPE_SM: Final = 2
 TYPE_NAK: Final = 3
 TYPE_NCF: Final = 4
@@ -122,15 +131,15 @@ FLAG_SYN: Final = 0x8000  # SM: answer to a CREQ SYN
 CREQ_SYN: Final = 0  # the only CREQ request code defined
 RST_DEFAULT: Final = 0  # the only RST reason defined
 
-NHDR_DATA: Final = 0  # end of the option chain (payload follows for DATA)
-NHDR_SID: Final = 1
+# NHDR_DATA (0, the end of the option chain: the payload follows for DATA) comes from _datapath.
+NHDR_SID: Final = RU_NHDR_SID
 NHDR_CID: Final = 2
 OPTION_FLAG_IGNORE: Final = 0x8000
 
 # --- precompiled layouts -----------------------------------------------------------------------------
 
 _BASE: Final = struct.Struct(">BBH")  # ver_type, next_hdr, flags_or_res
-_DATA: Final = struct.Struct(">BBHII")  # base + sqn, trail_sqn
+_DATA: Final = RU_DATA  # base + sqn, trail_sqn
 _SM: Final = struct.Struct(">BBHIII")  # base + sm_sqn, lead_sqn, trail_sqn
 _NAK: Final = struct.Struct(">BBHHH")  # base + num_naks, format
 _NCF: Final = struct.Struct(">BBHIHBB")  # base + trail_sqn, num_ncfs, reserved, reason_format
@@ -138,7 +147,7 @@ _ACK: Final = struct.Struct(">BBHI")  # base + ack_sqn
 _OPT: Final = struct.Struct(">BBH")  # next_hdr, hdr_len, flags
 _OPT_U32: Final = struct.Struct(">BBHI")  # SID / CID option: header + u32 value
 # The hot-path DATA headers: no options / SID / SID + CID, packed in one call.
-_DATA_SID: Final = struct.Struct(">BBHIIBBHI")
+_DATA_SID: Final = RU_DATA_SID
 _DATA_SID_CID: Final = struct.Struct(">BBHIIBBHIBBHI")
 
 BASE_HEADER_LEN: Final = _BASE.size  # 4
@@ -557,20 +566,9 @@ def data_header_packer(session_id: int | None) -> Callable[[int, int], bytes]:
     bytes equal what :func:`encode_data_into` writes for the same values.  ``sqn`` and ``trail_sqn``
     must be u32 (``struct.error`` otherwise: the caller masks them).
     """
-    if session_id is None:
-        pack_plain = _DATA.pack
-
-        def pack_header_plain(sqn: int, trail_sqn: int) -> bytes:
-            return pack_plain(TYPE_DATA, NHDR_DATA, 0, sqn, trail_sqn)
-
-        return pack_header_plain
-    _uint(session_id, 32, "session_id")
-    pack = _DATA_SID.pack
-
-    def pack_header(sqn: int, trail_sqn: int) -> bytes:
-        return pack(TYPE_DATA, NHDR_SID, 0, sqn, trail_sqn, NHDR_DATA, 8, 0, session_id)
-
-    return pack_header
+    if session_id is not None:
+        _uint(session_id, 32, "session_id")
+    return ru_header_packer(session_id)
 
 
 def packet_type(buf: Buffer) -> int:
@@ -620,13 +618,11 @@ def decode_data_header(buf: Buffer) -> tuple[int, int, int, int | None, int]:
     ``session_id`` is ``None`` without a SID option.  Check :func:`packet_type` first; the LBMC
     payload is ``buf[payload_offset:]``.  Test ``flags & FLAG_RX`` for retransmissions.
     """
+    fast = ru_data_header_fast(buf)  # what openum sends: no option, or exactly the SID option
+    if fast is not None:
+        return fast
     size = len(buf)
-    if size >= _DATA_SID.size:
-        # What openum always sends, read in one call: the header and exactly one SID option.
-        ver_type, next_hdr, flags, sqn, trail, opt_next, opt_len, _, sid = _DATA_SID.unpack_from(buf, 0)
-        if ver_type == TYPE_DATA and next_hdr == NHDR_SID and opt_next == NHDR_DATA and opt_len == 8:
-            return flags, sqn, trail, sid, _DATA_SID.size
-    elif size < DATA_HEADER_LEN:
+    if size < DATA_HEADER_LEN:
         raise WireError(f"truncated LBT-RU DATA header: {size} of {DATA_HEADER_LEN} bytes", offset=0)
     ver_type, next_hdr, flags, sqn, trail = _DATA.unpack_from(buf, 0)
     if ver_type != TYPE_DATA:  # version nibble 0 and type DATA in one compare

@@ -45,6 +45,7 @@ from openum.protocol.reliable._receiver import EMPTY_IN, EMPTY_OUT, ReceiverBase
 from openum.protocol.reliable._source import SourceBase
 from openum.protocol.reliable._stats import RmReceiverStatistics, RmSourceStatistics
 from openum.wire._common import WireError
+from openum.wire._datapath import rm_data_header_fast
 from openum.wire.lbtrm import (
     DATA_HEADER_LEN,
     FLAG_RX,
@@ -288,10 +289,10 @@ class RmReceiver(ReceiverBase):
     def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
         if self._ended or not self._heard or len(data) < DATA_HEADER_LEN or data[0] != TYPE_DATA:
             return None
-        try:
-            port, sid, sqn, _trail, flags, offset = decode_data_header(data)
-        except WireError:
+        header = rm_data_header_fast(data)
+        if header is None:  # not a layout openum sends: the general path reads it
             return None
+        port, sid, sqn, _trail, flags, offset = header
         if sid != self._sid or port != self._port or flags & FLAG_RX or not self._det.in_order(sqn):
             return None
         self._take_in_order(len(data), now_ns)

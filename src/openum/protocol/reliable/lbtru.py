@@ -49,6 +49,7 @@ from openum.protocol.reliable._receiver import EMPTY_IN, EMPTY_OUT, ReceiverBase
 from openum.protocol.reliable._source import SourceBase
 from openum.protocol.reliable._stats import Drops, RuReceiverStatistics, RuSourceStatistics
 from openum.wire._common import WireError
+from openum.wire._datapath import ru_data_header_fast
 from openum.wire.lbtru import (
     DATA_HEADER_LEN,
     FLAG_RX,
@@ -480,10 +481,10 @@ class RuReceiver(ReceiverBase):
             or data[0] != TYPE_DATA
         ):
             return None
-        try:
-            flags, sqn, _trail, sid, offset = decode_data_header(data)
-        except WireError:
+        header = ru_data_header_fast(data)
+        if header is None:  # not a layout openum sends: the general path reads it
             return None
+        flags, sqn, _trail, sid, offset = header
         if sid != self._sid or flags & FLAG_RX or not self._det.in_order(sqn):
             return None
         self._take_in_order(len(data), now_ns)
