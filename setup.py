@@ -37,10 +37,26 @@ def _compiled_modules() -> list[str]:
     raise RuntimeError("src/openum/_accel.py defines no COMPILED_MODULES")
 
 
+def _remove_stale_extensions() -> None:
+    """Delete extension modules in the source tree that are no longer compiled (an in-place build).
+
+    Python imports an extension module ahead of the .py beside it, so one left from an older
+    COMPILED_MODULES would shadow its source, and openum._accel only looks at the listed modules."""
+    keep = set(_compiled_modules())
+    for path in (HERE / "src" / "openum").rglob("*.so"):
+        relative = path.relative_to(HERE / "src").with_suffix("")
+        module = ".".join(relative.parts).split(".cpython-")[0].split(".abi3")[0]
+        if module not in keep:
+            _note(f"removing {path.relative_to(HERE)}: {module} is no longer compiled")
+            path.unlink()
+
+
 class OptionalBuildExt(build_ext):
     """build_ext that falls back to pure Python when the compiled modules cannot be built."""
 
     def run(self) -> None:
+        if self.inplace:
+            _remove_stale_extensions()
         try:
             super().run()
         except Exception as exc:  # CompileError, LinkError, a missing compiler or header, ...
