@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -426,20 +427,27 @@ def test_lbtrm_garbage_on_the_group_port_is_counted_and_dropped(contexts: Contex
     assert stats.dgrams_dropped_size + stats.dgrams_dropped_hdr >= 1
 
 
+def _garbage(seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [b"", b"\x01", rng.randbytes(60), struct.pack(">BBH", 0, 0, 0) + rng.randbytes(30)]
+
+
 def test_lbtru_garbage_is_counted_and_dropped_on_both_ends(contexts: Contexts) -> None:
-    pub, sub = contexts.new(), contexts.new()
+    """Garbage at a source, and at a receiver socket serving two sources (with one, see the next test)."""
+    pub, pub2, sub = contexts.new(), contexts.new(), contexts.new()
     rec = Recorder()
     sub.create_receiver("reliable/garbage/ru", rec)
-    events = SourceEvents()
+    sub.create_receiver("reliable/garbage/ru2", Recorder())
+    events, events2 = SourceEvents(), SourceEvents()
     src = pub.create_source("reliable/garbage/ru", {"transport": "lbtru"}, event_callback=events)
-    assert events.wait(SourceEvent.CONNECT)
+    pub2.create_source("reliable/garbage/ru2", {"transport": "lbtru"}, event_callback=events2)
+    assert events.wait(SourceEvent.CONNECT) and events2.wait(SourceEvent.CONNECT)
     src.send(b"first", SendFlags.FLUSH)
     assert rec.wait_count(1)
     receiver_host, receiver_port = events.events[0][1].rsplit(":", 1)
     tr = src.info.transport
-    rng = random.Random(2)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        for datagram in (b"", b"\x01", rng.randbytes(60), struct.pack(">BBH", 0, 0, 0) + rng.randbytes(30)):
+        for datagram in _garbage(2):
             s.sendto(datagram, (receiver_host, int(receiver_port)))  # from an unknown address
             s.sendto(datagram, (tr.ip, tr.port))  # type: ignore[union-attr]  # to the source
     assert wait_until(lambda: sub.statistics().lbtru_dgrams_dropped_unknown >= 4, WAIT)
@@ -457,6 +465,48 @@ def test_lbtru_garbage_is_counted_and_dropped_on_both_ends(contexts: Contexts) -
     src.send(b"second", SendFlags.FLUSH)
     assert rec.wait_count(2)
     assert [g.data for g in rec.of(DATA)] == [b"first", b"second"]
+
+
+def test_lbtru_receiver_socket_is_connected_to_its_only_source_then_serves_every_source(
+    contexts: Contexts,
+) -> None:
+    """With one source the receiver socket is connected to it (Linux): reads need no sender address and
+    strangers' datagrams never reach it.  A second source dissolves that for good: both are served and
+    strangers are counted again."""
+    pub, pub2, sub = contexts.new(), contexts.new(), contexts.new()
+    rec, rec2 = Recorder(), Recorder()
+    sub.create_receiver("reliable/connected/one", rec)
+    events, events2 = SourceEvents(), SourceEvents()
+    src = pub.create_source("reliable/connected/one", {"transport": "lbtru"}, event_callback=events)
+    assert events.wait(SourceEvent.CONNECT)
+    receiver_host, receiver_port = events.events[0][1].rsplit(":", 1)
+    receiver = (receiver_host, int(receiver_port))
+    tr = src.info.transport
+    sock = sub._subscriptions._ru._sock  # type: ignore[union-attr]  # the context's LBT-RU socket
+    linux = sys.platform.startswith("linux")
+    if linux:
+        assert sock.getpeername() == (tr.ip, tr.port)  # type: ignore[union-attr]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for datagram in _garbage(3):
+            s.sendto(datagram, receiver)
+    src.send(b"one", SendFlags.FLUSH)  # sent after the garbage, read after it if it had been queued
+    assert rec.wait_count(1)
+    if linux:
+        assert sub.statistics().lbtru_dgrams_dropped_unknown == 0  # the kernel kept it off the socket
+    sub.create_receiver("reliable/connected/two", rec2)
+    src2 = pub2.create_source("reliable/connected/two", {"transport": "lbtru"}, event_callback=events2)
+    assert events2.wait(SourceEvent.CONNECT)
+    with pytest.raises(OSError, match="not connected"):
+        sock.getpeername()  # ENOTCONN: not connected any more
+    src.send(b"two", SendFlags.FLUSH)
+    src2.send(b"three", SendFlags.FLUSH)
+    assert rec.wait_count(2) and rec2.wait_count(1)
+    assert [g.data for g in rec.of(DATA)] == [b"one", b"two"]
+    assert [g.data for g in rec2.of(DATA)] == [b"three"]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for datagram in _garbage(4):
+            s.sendto(datagram, receiver)
+    assert wait_until(lambda: sub.statistics().lbtru_dgrams_dropped_unknown >= 4, WAIT)
 
 
 def test_the_test_loss_hook_refuses_bad_values() -> None:
