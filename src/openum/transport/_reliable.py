@@ -96,7 +96,6 @@ def datagram_pending(fd: int, scratch: bytearray) -> bool:
 QUIET_EVENTS: Final = 8
 #: Once it has stopped, it still looks on every this-many-th event (a power of two).
 LOOK_EVERY: Final = 8
-_QUIET_CAP: Final = 1 << 20
 
 
 class DrainGate:
@@ -127,14 +126,14 @@ class DrainGate:
         quiet = self._quiet
         if reads == 1:
             if quiet >= QUIET_EVENTS and quiet & (LOOK_EVERY - 1):
-                self._quiet = quiet + 1 if quiet < _QUIET_CAP else QUIET_EVENTS
+                self._quiet = quiet + 1
                 return False
             if datagram_pending(fd, self._scratch):
                 return True  # a second datagram: the next look tells a burst from an answer
         elif datagram_pending(fd, self._scratch):
             self._quiet = 0  # a third: a burst, read on until the socket is empty
             return True
-        self._quiet = quiet + 1 if quiet < _QUIET_CAP else QUIET_EVENTS
+        self._quiet = quiet + 1
         return False
 
 

@@ -44,7 +44,9 @@ from enum import IntEnum
 from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view
-from openum.wire._datapath import NHDR_DATA, RM_DATA, TYPE_DATA, rm_data_header_fast, rm_header_packer
+from openum.wire._datapath import NHDR_DATA as _NHDR_DATA
+from openum.wire._datapath import RM_DATA as _DATA
+from openum.wire._datapath import TYPE_DATA, rm_data_header_fast, rm_header_packer
 
 __all__ = [
     "BASE_HEADER_LEN",
@@ -122,7 +124,7 @@ class NcfReason(IntEnum):
 # --- precompiled layouts -----------------------------------------------------------------------------
 
 _BASE: Final = struct.Struct(">BBHI")  # ver_type, next_hdr, ucast_port, session_id
-_DATA: Final = RM_DATA  # base + sqn, trail_sqn, flags_fec_type, tgsz, fec_symbol
+# _DATA (openum.wire._datapath.RM_DATA): base + sqn, trail_sqn, flags_fec_type, tgsz, fec_symbol
 _SM: Final = struct.Struct(">BBHIIIIBBH")  # base + sm_sqn, lead, trail, flags_fec_type, tgsz, reserved
 _NAK: Final = struct.Struct(">BBHIHH")  # base + num_naks, format
 _NCF: Final = struct.Struct(">BBHIIHBB")  # base + trail_sqn, num_ncfs, reserved, reason_format
@@ -132,7 +134,7 @@ BASE_HEADER_LEN: Final = _BASE.size  # 8
 DATA_HEADER_LEN: Final = _DATA.size  # 20: where the LBMC payload starts when there are no options
 _OPT_HEADER_LEN: Final = _OPT.size  # 4
 _MAX_OPT_BODY: Final = 255 - _OPT_HEADER_LEN  # hdr_len is a u8 and counts the 4-byte header
-_NHDR_DATA: Final = NHDR_DATA  # next_hdr value that ends the chain ("Data")
+# _NHDR_DATA (openum.wire._datapath.NHDR_DATA): the next_hdr value that ends the chain ("Data")
 _MAX_LIST: Final = 0xFFFF  # num_naks / num_ncfs are u16
 
 

@@ -53,15 +53,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view
-from openum.wire._datapath import (
-    NHDR_DATA,
-    RU_DATA,
-    RU_DATA_SID,
-    RU_NHDR_SID,
-    TYPE_DATA,
-    ru_data_header_fast,
-    ru_header_packer,
-)
+from openum.wire._datapath import NHDR_DATA, TYPE_DATA, ru_data_header_fast, ru_header_packer
+from openum.wire._datapath import RU_DATA as _DATA
+from openum.wire._datapath import RU_DATA_SID as _DATA_SID
+from openum.wire._datapath import RU_NHDR_SID as NHDR_SID
 from openum.wire.lbtrm import NakFormat, NcfReason
 
 __all__ = [
@@ -132,22 +127,22 @@ CREQ_SYN: Final = 0  # the only CREQ request code defined
 RST_DEFAULT: Final = 0  # the only RST reason defined
 
 # NHDR_DATA (0, the end of the option chain: the payload follows for DATA) comes from _datapath.
-NHDR_SID: Final = RU_NHDR_SID
+# NHDR_SID (1, the session id option) comes from _datapath too.
 NHDR_CID: Final = 2
 OPTION_FLAG_IGNORE: Final = 0x8000
 
 # --- precompiled layouts -----------------------------------------------------------------------------
 
 _BASE: Final = struct.Struct(">BBH")  # ver_type, next_hdr, flags_or_res
-_DATA: Final = RU_DATA  # base + sqn, trail_sqn
+# _DATA (openum.wire._datapath.RU_DATA): base + sqn, trail_sqn
 _SM: Final = struct.Struct(">BBHIII")  # base + sm_sqn, lead_sqn, trail_sqn
 _NAK: Final = struct.Struct(">BBHHH")  # base + num_naks, format
 _NCF: Final = struct.Struct(">BBHIHBB")  # base + trail_sqn, num_ncfs, reserved, reason_format
 _ACK: Final = struct.Struct(">BBHI")  # base + ack_sqn
 _OPT: Final = struct.Struct(">BBH")  # next_hdr, hdr_len, flags
 _OPT_U32: Final = struct.Struct(">BBHI")  # SID / CID option: header + u32 value
-# The hot-path DATA headers: no options / SID / SID + CID, packed in one call.
-_DATA_SID: Final = RU_DATA_SID
+# The hot-path DATA headers: no options / SID (openum.wire._datapath.RU_DATA_SID as _DATA_SID) / SID +
+# CID, packed in one call.
 _DATA_SID_CID: Final = struct.Struct(">BBHIIBBHIBBHI")
 
 BASE_HEADER_LEN: Final = _BASE.size  # 4
