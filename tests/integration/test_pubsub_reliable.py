@@ -504,6 +504,7 @@ def test_lbtru_receiver_socket_is_connected_to_its_only_source_then_serves_every
     assert [g.data for g in rec.of(DATA)] == [b"one", b"two"]
     assert [g.data for g in rec2.of(DATA)] == [b"three"]
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.2", 0))  # another address than the sources': the socket is not tied to theirs
         for datagram in _garbage(4):
             s.sendto(datagram, receiver)
     assert wait_until(lambda: sub.statistics().lbtru_dgrams_dropped_unknown >= 4, WAIT)

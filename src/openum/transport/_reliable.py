@@ -21,6 +21,8 @@ receiver session is used only on the context thread.
 from __future__ import annotations
 
 import abc
+import ctypes
+import errno
 import fcntl
 import os
 import random
@@ -56,6 +58,7 @@ from openum.transport._engine_timer import EngineTimer
 from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
 
 __all__ = [
+    "CAN_DISCONNECT",
     "MAX_DRAIN",
     "RECV_SIZE",
     "DrainGate",
@@ -65,6 +68,7 @@ __all__ = [
     "ReliableSourceStatistics",
     "close_socket",
     "datagram_pending",
+    "disconnect",
     "loss_hook_from_env",
     "set_buffer",
 ]
@@ -212,6 +216,42 @@ def _buffer_size(sock: socket.socket, option: int) -> int:
     """The buffer size in the units it was set in (Linux reports twice the size, for its bookkeeping)."""
     reported = int(sock.getsockopt(socket.SOL_SOCKET, option))
     return reported // 2 if sys.platform.startswith("linux") else reported
+
+
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC: Final = _libc()
+#: ``struct sockaddr`` with ``sa_family`` ``AF_UNSPEC`` (0): connecting a UDP socket to it dissolves the
+#: socket's association with its peer.
+_UNSPEC_ADDRESS: Final = bytes(16)
+#: Whether :func:`disconnect` works here: a UDP socket may be connected to one peer for a while.
+CAN_DISCONNECT: Final = _LIBC is not None
+
+
+def disconnect(sock: socket.socket) -> None:
+    """Dissolve a connected UDP socket's association with its peer: it receives from every sender again.
+
+    POSIX's way is ``connect`` to an address of family ``AF_UNSPEC``, which Python's ``socket`` module
+    cannot express; it is called through libc.  (Connecting an AF_INET socket to 0.0.0.0:0 instead is no
+    dissolution: Linux takes 0.0.0.0 for this host and connects the socket to 127.0.0.1, any port, after
+    which datagrams from other hosts are dropped.)  The socket keeps its address and port (Linux lets go
+    of a port the kernel chose at bind time: it is bound again).  ``OSError`` if the system refuses or
+    offers no way (see :data:`CAN_DISCONNECT`)."""
+    if _LIBC is None:
+        raise OSError(errno.EOPNOTSUPP, "dissolving a UDP socket's peer needs connect(AF_UNSPEC) from libc")
+    bound = sock.getsockname()
+    if _LIBC.connect(sock.fileno(), _UNSPEC_ADDRESS, len(_UNSPEC_ADDRESS)) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    if sock.getsockname()[1] != bound[1]:
+        sock.bind(bound)
 
 
 def close_socket(loop: EventLoop, sock: socket.socket) -> None:

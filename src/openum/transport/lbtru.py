@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import random
 import socket
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,12 +49,14 @@ from openum.runtime import EventLoop, FdEvent
 from openum.transport._interfaces import resolve_interface
 from openum.transport._pool import PortSessionPool, bind_first_free, session_options
 from openum.transport._reliable import (
+    CAN_DISCONNECT,
     MAX_DRAIN,
     RECV_SIZE,
     DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
+    disconnect,
     loss_hook_from_env,
     set_buffer,
 )
@@ -66,9 +67,8 @@ __all__ = ["RuReceiverSession", "RuReceiving", "RuSessionPool", "RuSourceSession
 Address = tuple[str, int]
 
 #: Whether a receiver socket may be connected to its only source: needs a way to dissolve the association
-#: again, which Linux gives for an AF_INET socket by connecting it to 0.0.0.0:0.
-_CONNECT_ONLY_SOURCE = sys.platform.startswith("linux")
-_NO_PEER: Address = ("0.0.0.0", 0)
+#: again (:func:`~openum.transport._reliable.disconnect`).
+_CONNECT_ONLY_SOURCE = CAN_DISCONNECT
 
 #: Source options of an LBT-RU session (first source wins, seed 3.3.3).
 SESSION_OPTIONS = session_options("transport_lbtru_")
@@ -286,7 +286,7 @@ class RuReceiving:
             return
         self._connected = False
         try:
-            self._sock.connect(_NO_PEER)
+            disconnect(self._sock)
         except OSError as exc:
             self.log.warning(
                 "LBT-RU: the receiver socket stays connected to one source (%s): other sources on it "
