@@ -88,9 +88,10 @@ class ContextStatistics:
     (``tcp_sessions``, ``lbtrm_sessions``, ``lbtru_sessions``) and received LBT-RM/LBT-RU sessions
     (``lbtrm_rcv_sessions``, ``lbtru_rcv_sessions``).  ``lbtrm_dgrams_dropped_unknown`` /
     ``lbtru_dgrams_dropped_unknown``: datagrams on this context's receiving sockets from a session it
-    has not joined (or too short to name one), dropped (an LBT-RU socket connected to its only source
-    never sees other senders' datagrams: docs/reliable-transports.md).  ``dgrams_dropped_test_hook``:
-    datagrams dropped on purpose by the test-only ``OPENUM_TEST_DROP`` hook.
+    has not joined (or too short to name one), dropped (an LBT-RU socket, or an LBT-RM group socket,
+    connected to its only source never sees other senders' datagrams: docs/reliable-transports.md).
+    ``dgrams_dropped_test_hook``: datagrams dropped on purpose by the test-only ``OPENUM_TEST_DROP``
+    hook.
     """
 
     tr_dgrams_sent: int

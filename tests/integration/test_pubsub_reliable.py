@@ -394,11 +394,15 @@ def test_statistics_have_ums_names(transport: str, contexts: Contexts) -> None:
 
 
 def test_lbtrm_garbage_on_the_group_port_is_counted_and_dropped(contexts: Contexts) -> None:
-    pub, sub = contexts.new(), contexts.new()
+    """On a group socket serving two sessions (with one, see the next test)."""
+    pub, pub2, sub = contexts.new(), contexts.new(), contexts.new()
     rec = Recorder()
     sub.create_receiver("reliable/garbage/rm", rec)
+    sub.create_receiver("reliable/garbage/rm2", Recorder())
     src = pub.create_source("reliable/garbage/rm", {"transport": "lbtrm"})
-    assert wait_until(lambda: joined(sub, "lbtrm"), WAIT)
+    src2 = pub2.create_source("reliable/garbage/rm2", {"transport": "lbtrm"})
+    assert src.info.transport.group == src2.info.transport.group  # type: ignore[union-attr]  # pools' first
+    assert wait_until(lambda: joined(sub, "lbtrm", 2), WAIT)
     src.send(b"first", SendFlags.FLUSH)
     assert rec.wait_count(1)
     tr = src.info.transport
@@ -425,6 +429,40 @@ def test_lbtrm_garbage_on_the_group_port_is_counted_and_dropped(contexts: Contex
     assert [g.data for g in rec.of(DATA)] == [b"first", b"second"]
     stats = sub.retrieve_transport_stats(src.source_string)
     assert stats.dgrams_dropped_size + stats.dgrams_dropped_hdr >= 1
+
+
+def test_lbtrm_group_socket_is_connected_to_its_only_source_so_the_contexts_own_datagrams_stay_off(
+    contexts: Contexts,
+) -> None:
+    """Two contexts publishing to each other over LBT-RM share the pools' first group: each context's
+    group socket hears the other's source and, looped back by the kernel, its own.  Connected to the
+    other's source (Linux, after its first datagram), the socket no longer wakes up for its own."""
+    a, b = contexts.new(), contexts.new()
+    rec_a, rec_b = Recorder(), Recorder()
+    a.create_receiver("reliable/self/b", rec_a)
+    b.create_receiver("reliable/self/a", rec_b)
+    src_a = a.create_source("reliable/self/a", {"transport": "lbtrm"})
+    src_b = b.create_source("reliable/self/b", {"transport": "lbtrm"})
+    assert src_a.info.transport.group == src_b.info.transport.group  # type: ignore[union-attr]
+    assert wait_until(lambda: joined(a, "lbtrm") and joined(b, "lbtrm"), WAIT)
+    src_b.send(b"b0", SendFlags.FLUSH)  # a's socket connects to b's source on it
+    assert rec_a.wait_count(1)
+    src_a.send(b"a0", SendFlags.FLUSH)  # and b's to a's
+    assert rec_b.wait_count(1)
+    linux = sys.platform.startswith("linux")
+    before_a, before_b = (ctx.statistics().lbtrm_dgrams_dropped_unknown for ctx in (a, b))
+    for i in range(1, 21):
+        src_a.send(b"a%d" % i, SendFlags.FLUSH)
+        src_b.send(b"b%d" % i, SendFlags.FLUSH)
+    assert rec_a.wait_count(21) and rec_b.wait_count(21)
+    assert [g.data for g in rec_a.of(DATA)] == [b"b%d" % i for i in range(21)]
+    assert [g.data for g in rec_b.of(DATA)] == [b"a%d" % i for i in range(21)]
+    if linux:
+        assert before_a == 0  # connected before a sent anything
+        assert a.statistics().lbtrm_dgrams_dropped_unknown == before_a
+        assert b.statistics().lbtrm_dgrams_dropped_unknown == before_b
+    else:  # each context reads its own datagrams and drops them as a session it has not joined
+        assert wait_until(lambda: a.statistics().lbtrm_dgrams_dropped_unknown >= before_a + 20, WAIT)
 
 
 def _garbage(seed: int) -> list[bytes]:

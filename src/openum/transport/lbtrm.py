@@ -15,6 +15,17 @@ with multicast loopback on, so nothing leaves the machine by default) with TTL
 source session sent there and told apart by the sender's address and the LBT-RM session id; NAKs leave
 from one unicast socket of the context.  A datagram of a session the context has not joined, or too
 short to name one, is counted (``lbtrm_dgrams_dropped_unknown`` in the context statistics) and dropped.
+
+While a group socket serves the one session it was opened for (the common case), it is *connected* to
+that source's address and port (on Linux) once a datagram of the session has come from them (UM and
+openum sources send from their NAK port, the advertised ``source_port``; a source sending from elsewhere
+is simply never connected to).  Then the kernel keeps every other sender's datagrams off the socket,
+above all the context's *own* LBT-RM sources: the default pool gives every context the same first group
+(224.10.10.10), so a process that publishes and subscribes over LBT-RM hears its own datagrams (looped
+back by the kernel) on the group socket it joined for its peer, one wake-up and read per message for
+nothing.  Reads need no sender address either.  Datagrams queued before the connect are read with their
+address first.  The association is dissolved for good when a second session joins the socket.  Others'
+datagrams sent to a connected socket are dropped by the kernel, not counted.
 """
 
 from __future__ import annotations
@@ -41,12 +52,14 @@ from openum.protocol.reliable import (
 from openum.runtime import EventLoop, FdEvent
 from openum.transport._pool import bind_first_free, session_options, warn_first_source_wins
 from openum.transport._reliable import (
+    CAN_DISCONNECT,
     MAX_DRAIN,
     RECV_SIZE,
     DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
+    disconnect,
     loss_hook_from_env,
     set_buffer,
 )
@@ -250,9 +263,25 @@ class RmReceiverSession(ReliableReceiverSession):
             now_ns=owner.loop.clock.now_ns(),
         )
         self.transport = transport
+        self.session_id = transport.session_id
         self.demux_key = (transport.source_ip, transport.session_id)
         self.socket_key = (transport.group, transport.dest_port)
+        #: Where the source sends from: its address and NAK port.
+        self.sender: Address = (transport.source_ip, transport.source_port)
         super().__init__(owner.loop, engine, owner.send, owner.forget, on_active, on_end)
+
+
+class _GroupSocket:
+    """The socket of one (group, destination port) and whether it is connected to its only source."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        #: Still serving only the session it was opened for, never connected: may be connected to it.
+        self.fresh = CAN_DISCONNECT
+        #: The session the socket is connected to, or None: reads name their sender.
+        self.only: RmReceiverSession | None = None
+        #: Connected, and every datagram queued before the connect has been read.
+        self.settled = False
 
 
 class RmReceiving:
@@ -266,7 +295,7 @@ class RmReceiving:
         self.interface = interface
         self.rng = rng
         self.rcvbuf: int = context_attrs.get("transport_lbtrm_receiver_socket_buffer")
-        self._groups: dict[Address, socket.socket] = {}
+        self._groups: dict[Address, _GroupSocket] = {}
         self._sessions: dict[tuple[str, int], RmReceiverSession] = {}  # (source ip, session id)
         self._nak_sock: socket.socket | None = None
         self._drop = loss_hook_from_env()
@@ -290,8 +319,13 @@ class RmReceiving:
         if old is not None:  # the same session id from the same host, advertised elsewhere now
             old.close("replaced by a new advertisement of the same session")
         key = (transport.group, transport.dest_port)
-        if key not in self._groups:
-            self._groups[key] = self._open_group(*key)
+        group = self._groups.get(key)
+        if group is None:
+            group = _GroupSocket(self._open_group(*key))
+            self.loop.register_fd(group.sock.fileno(), FdEvent.READ, self._readable, group)
+            self._groups[key] = group
+        else:
+            self._dissolve(group)  # a second session on the socket: its source must get through
         if self._nak_sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.bind((self.interface, 0))
@@ -315,22 +349,33 @@ class RmReceiving:
         except OSError:
             sock.close()
             raise
-        self.loop.register_fd(sock.fileno(), FdEvent.READ, self._readable, sock)
         return sock
 
-    def _readable(self, fd: int, _events: FdEvent, sock: socket.socket) -> None:
+    def _readable(self, fd: int, _events: FdEvent, group: _GroupSocket) -> None:
         now = self.loop.clock.now_ns()
         sessions = self._sessions
         drop = self._drop
         gate = self._gate
+        sock = group.sock
+        only = group.only
+        # Just connected: what was queued before came from anyone, so read with senders until none is left.
+        settling = only is not None and not group.settled
+        if settling:
+            only = None
         for i in range(MAX_DRAIN):
             # A round trip's event ends without a failed read; a burst reads on until one fails
             # (EAGAIN: one raised exception per event, not a look per datagram).
-            if 0 < i < 3 and not gate.more(fd, i):
+            if 0 < i < 3 and not settling and not gate.more(fd, i):
                 return
             try:
-                data, addr = sock.recvfrom(RECV_SIZE)
+                if only is not None:  # connected to the only source: no sender address to read
+                    data = sock.recv(RECV_SIZE)
+                    addr = only.sender
+                else:
+                    data, addr = sock.recvfrom(RECV_SIZE)
             except (BlockingIOError, InterruptedError):
+                if settling:
+                    group.settled = True
                 return
             except OSError as exc:
                 self.log.debug("LBT-RM: receive error: %s", exc)
@@ -341,11 +386,44 @@ class RmReceiving:
             if len(data) < 8:
                 self.dgrams_dropped_unknown += 1  # too short to name a session
                 continue
-            session = sessions.get((addr[0], _SID.unpack_from(data, 4)[0]))
+            sid = _SID.unpack_from(data, 4)[0]
+            if only is not None:
+                session = only if sid == only.session_id else None
+            else:
+                session = sessions.get((addr[0], sid))  # an IPv4 socket's address: (host, port)
             if session is None:
                 self.dgrams_dropped_unknown += 1  # a session this context has not joined, or garbage
                 continue
-            session.datagram(memoryview(data), addr, now)  # an IPv4 socket's address: (host, port)
+            if group.fresh and addr == session.sender:
+                settling = self._connect(group, session)
+            session.datagram(memoryview(data), addr, now)
+
+    def _connect(self, group: _GroupSocket, session: RmReceiverSession) -> bool:
+        """Connect the group socket to the source of its only session (see the module docstring)."""
+        group.fresh = False
+        try:
+            group.sock.connect(session.sender)
+        except OSError as exc:  # stays unconnected: every read then names its sender
+            self.log.debug("LBT-RM: group socket not connected to %s:%d: %s", *session.sender, exc)
+            return False
+        group.only = session
+        group.settled = False
+        return True
+
+    def _dissolve(self, group: _GroupSocket) -> None:
+        """Undo :meth:`_connect` for good: a second session joined the socket."""
+        group.fresh = False
+        if group.only is None:
+            return
+        group.only = None
+        try:
+            disconnect(group.sock)
+        except OSError as exc:
+            self.log.warning(
+                "LBT-RM: a group socket stays connected to one source (%s): other sources sending to its "
+                "group cannot reach this context",
+                exc,
+            )
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
         sock = self._nak_sock
@@ -364,16 +442,16 @@ class RmReceiving:
         if self._sessions.get(session.demux_key) is session:
             del self._sessions[session.demux_key]
         if not any(s.socket_key == session.socket_key for s in self._sessions.values()):
-            sock = self._groups.pop(session.socket_key, None)
-            if sock is not None:
-                close_socket(self.loop, sock)
+            group = self._groups.pop(session.socket_key, None)
+            if group is not None:
+                close_socket(self.loop, group.sock)
 
     def close(self) -> None:
         for session in list(self._sessions.values()):
             session.on_end = lambda reason: None
             session.close("the context is closing")
-        for sock in self._groups.values():
-            close_socket(self.loop, sock)
+        for group in self._groups.values():
+            close_socket(self.loop, group.sock)
         self._groups.clear()
         if self._nak_sock is not None:
             self._nak_sock.close()
