@@ -299,7 +299,7 @@ class RmReceiving:
         self._sessions: dict[tuple[str, int], RmReceiverSession] = {}  # (source ip, session id)
         self._nak_sock: socket.socket | None = None
         self._drop = loss_hook_from_env()
-        self._gate = DrainGate()  # whether an event reads past its first datagrams
+        self._gate = DrainGate(loop.clock.now_ns)  # whether an event reads past its first datagrams
         self.dgrams_dropped_unknown = 0
         self.dgrams_dropped_test = 0
 
@@ -365,7 +365,7 @@ class RmReceiving:
         for i in range(MAX_DRAIN):
             # A round trip's event ends without a failed read; a burst reads on until one fails
             # (EAGAIN: one raised exception per event, not a look per datagram).
-            if 0 < i < 3 and not settling and not gate.more(fd, i):
+            if 0 < i < 3 and not settling and not gate.more(fd, i, now):
                 return
             try:
                 if only is not None:  # connected to the only source: no sender address to read

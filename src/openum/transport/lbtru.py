@@ -210,7 +210,7 @@ class RuReceiving:
         self._sock: socket.socket | None = None
         self._sessions: dict[Address, RuReceiverSession] = {}
         self._drop = loss_hook_from_env()
-        self._gate = DrainGate()  # whether an event reads past its first datagrams
+        self._gate = DrainGate(loop.clock.now_ns)  # whether an event reads past its first datagrams
         # The session the socket is connected to (the only one), or None: reads name their sender.
         self._only: RuReceiverSession | None = None
         self._connected = False
@@ -317,7 +317,7 @@ class RuReceiving:
         for i in range(MAX_DRAIN):
             # A round trip's event ends without a failed read; a burst reads on until one fails
             # (EAGAIN: one raised exception per event, not a look per datagram).
-            if 0 < i < 3 and not gate.more(fd, i):
+            if 0 < i < 3 and not gate.more(fd, i, now):
                 return
             only = self._only
             try:
