@@ -353,10 +353,17 @@ class ReliableSourceSession(SourceSessionBase):
         if self._backlog:
             self._backlog.append(data)  # keep order behind what the rate controller refused
         else:
-            result = self.engine.send(data, self._now())
-            if result.refused:
-                self._backlog.append(data)
-            self._send(result.outgoing)
+            engine = self.engine
+            now = self._now()
+            datagram = engine.send_direct(data, now)  # the common case, without records
+            if datagram is not None:
+                for destination in engine.data_destinations():
+                    self._write(datagram, destination or self.destination)
+            else:
+                result = engine.send(data, now)
+                if result.refused:
+                    self._backlog.append(data)
+                self._send(result.outgoing)
         self.timer.reschedule()
 
     def _has_room(self) -> bool:
@@ -391,15 +398,17 @@ class ReliableSourceSession(SourceSessionBase):
 
     def _send(self, outgoing: Iterable[Outgoing]) -> None:
         for out in outgoing:
-            destination = out.destination or self.destination
-            assert destination is not None, "an LBT-RU datagram without a client address"
-            try:
-                self.sock.sendto(out.data, destination)
-            except (BlockingIOError, InterruptedError):
-                # The socket buffer is full: the datagram is lost on the wire and NAKs repair it.
-                self._stats["send_buffer_full"] += 1
-            except OSError as exc:
-                self.log.warning("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
+            self._write(out.data, out.destination or self.destination)
+
+    def _write(self, datagram: bytes, destination: Address | None) -> None:
+        assert destination is not None, "an LBT-RU datagram without a client address"
+        try:
+            self.sock.sendto(datagram, destination)
+        except (BlockingIOError, InterruptedError):
+            # The socket buffer is full: the datagram is lost on the wire and NAKs repair it.
+            self._stats["send_buffer_full"] += 1
+        except OSError as exc:
+            self.log.warning("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
 
     def _drain_backlog(self, now: int) -> None:
         while self._backlog:

@@ -251,3 +251,19 @@ def test_params_defaults_match_the_option_registry() -> None:
     assert RuReceiverParams.from_options(ReceiverAttributes().get, ctx.get) == RuReceiverParams()
     rc = RateController.from_options(ctx.get, "lbtru", now_ns=0)
     assert rc.next_refresh_ns() == 100 * MS
+
+
+def test_send_direct_goes_to_every_client_as_send_does() -> None:
+    net = setup(ru_receiver(), ru_receiver(seed=2))
+    net.run_for(5 * MS)
+    src = net.nodes[SRC].engine
+    assert src.statistics().num_clients == 2
+    twin = ru_source()  # the same session, sending through send, for comparison
+    for address in (R1, R2):
+        twin.datagram_received(lbtru.encode(RuCreq(0, make_options(SID))), address, 0)
+    sent = twin.send(b"direct", 5 * MS)
+    datagram = src.send_direct(b"direct", 5 * MS)
+    assert datagram is not None
+    assert [(o.data, o.destination) for o in sent.outgoing] == [(datagram, R1), (datagram, R2)]
+    assert list(src.data_destinations()) == [R1, R2]
+    assert src.statistics().msgs_sent == twin.statistics().msgs_sent == 2  # a copy per client

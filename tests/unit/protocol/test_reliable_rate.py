@@ -145,3 +145,47 @@ def test_closing_a_session_with_a_queued_datagram_unblocks_the_others() -> None:
     assert not rc.statistics().blocked
     assert not b.send(b"x", 1 * MS).refused
     assert a.next_deadline() is not None and a.poll(10 * MS)[0] == []  # only its SM timer remains
+
+
+def test_take_data_charges_only_what_may_go_now() -> None:
+    rc = RateController(data_rate_limit=80_000, retransmit_rate_limit=0, rate_interval_ms=10, now_ns=0)
+    owner = object()
+    # 80 kbit/s x 10 ms = 100 bytes
+    assert rc.take_data(60, 0)
+    assert not rc.take_data(60, 0)  # would be queued: nothing charged, nothing queued
+    assert not rc.blocked(0)
+    assert rc.take_data(40, 0)  # the 40 bytes left
+    assert rc.offer_data(owner, 1, 0) is RateDecision.QUEUE
+    assert not rc.take_data(0, 0)  # a queued datagram goes first, whatever the budget
+    assert rc.statistics().data_bytes == 100
+
+
+def test_send_direct_is_send_without_its_records() -> None:
+    """The same datagrams, sequence numbers and counters as send; None, changing nothing, whenever send
+    would not write the datagram at once (rate controller queueing or refusing, a queued datagram)."""
+
+    def limited() -> RmSource:  # 992 bytes per 10 ms: eight datagrams of 100 bytes of payload (120 in all)
+        return rm_source(
+            RateController(
+                data_rate_limit=992 * 8 * 100,
+                retransmit_rate_limit=0,
+                rate_interval_ms=10,
+                now_ns=0,
+            )
+        )
+
+    a, b = limited(), limited()
+    for i in range(8):
+        payload = bytes([i]) * 100
+        sent = a.send(payload, 0)
+        assert not sent.queued and not sent.refused
+        assert b.send_direct(payload, 0) == sent.outgoing[0].data
+    assert list(b.data_destinations()) == [None]  # LBT-RM: the session's group
+    assert b.statistics() == a.statistics()
+    # The ninth does not fit the budget: send queues it, send_direct leaves it to send.
+    assert b.send_direct(bytes(100), 0) is None
+    assert b.statistics() == a.statistics()
+    assert b.send(bytes(100), 0).queued and a.send(bytes(100), 0).queued
+    assert b.send_direct(bytes(1), 10 * MS) is None  # the queued one goes first, through send/poll
+    assert b.statistics() == a.statistics()
+    assert b.send_direct(bytes(70_000), 10 * MS) is None  # over the datagram maximum: send raises

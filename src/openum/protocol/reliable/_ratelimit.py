@@ -176,20 +176,28 @@ class RateController:
 
     # -- new data --------------------------------------------------------------------------------------
 
+    def take_data(self, nbytes: int, now_ns: int) -> bool:
+        """Charge a new-data datagram of ``nbytes`` (on the wire, all copies) that may go now, as
+        :meth:`offer_data` does when it answers "send"; False, charging nothing, when it would not."""
+        self._refresh(now_ns)
+        if self._queued_owner is not None:
+            return False
+        if self._data_allow:
+            need = nbytes * 8000
+            if need > self._data_avail:
+                return False
+            self._data_avail -= need
+        self._data_bytes += nbytes
+        return True
+
     def offer_data(self, owner: object, nbytes: int, now_ns: int) -> RateDecision:
         """Charge a new-data datagram of ``nbytes`` (on the wire, all copies) to the data budget."""
-        self._refresh(now_ns)
+        if self.take_data(nbytes, now_ns):
+            return _SEND
         if self._queued_owner is not None:
             self._refused += 1
             return _REFUSE
-        if not self._data_allow:
-            self._data_bytes += nbytes
-            return _SEND
         need = nbytes * 8000
-        if need <= self._data_avail:
-            self._data_avail -= need
-            self._data_bytes += nbytes
-            return _SEND
         self._queued_owner = owner
         self._queued_need = need
         self._queued_total += 1

@@ -9,13 +9,14 @@ messages while idle.  The wire encodings and the destinations are the concrete c
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Final
 
 from openum.protocol.reliable._common import (
     NS_PER_MS,
     REFUSED,
     SQN_MASK,
+    Address,
     Outgoing,
     SendResult,
     SourceEvent,
@@ -33,6 +34,7 @@ _UNBLOCKED = SourceUnblocked()
 # Read once: an enum member lookup runs Python code in 3.11, and send() runs for every datagram.
 _SEND: Final = RateDecision.SEND
 _REFUSE: Final = RateDecision.REFUSE
+_OWN_DESTINATION: Final[tuple[Address | None, ...]] = (None,)
 
 
 class SourceBase(abc.ABC):
@@ -176,6 +178,34 @@ class SourceBase(abc.ABC):
         self._queued = datagram
         self._rctlr_data_msgs += 1
         return new_record(SendResult, (released, True, False, sqn & SQN_MASK))
+
+    def send_direct(self, payload: bytes | bytearray | memoryview, now_ns: int) -> bytes | None:
+        """:meth:`send` for the common case, without its records: the datagram carrying ``payload``, to
+        be written at once to every destination of :meth:`data_destinations`, when it may go now and
+        nothing goes before it.  None, with nothing changed, when :meth:`send` must decide (the rate
+        controller would refuse or queue it, a queued datagram comes first, or it is too large)."""
+        copies = self._copies()
+        nbytes = self._header_len + len(payload)
+        if (
+            self._queued is not None
+            or nbytes > self._datagram_max_size
+            or not self._rate.take_data(nbytes * copies, now_ns)
+        ):
+            return None
+        window = self._window
+        sqn = window.make_room(len(payload))
+        datagram = self._encode_data(sqn, payload)
+        window.append(datagram)
+        self._lead_sent = sqn
+        self._msgs_sent += copies
+        self._bytes_sent += len(datagram) * copies
+        self._sm.activity(now_ns)
+        return datagram
+
+    def data_destinations(self) -> Iterable[Address | None]:
+        """Where :meth:`send_direct`'s datagrams go: None for the session's own destination (LBT-RM's
+        group), else the unicast addresses (LBT-RU's clients)."""
+        return _OWN_DESTINATION
 
     def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
         out = self._data_outgoing(datagram)

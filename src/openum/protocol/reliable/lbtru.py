@@ -25,7 +25,7 @@ LBT-RU is connection-oriented unicast: one source socket serves many receivers (
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -246,6 +246,9 @@ class RuSource(SourceBase):
 
     def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
         return tuple([new_record(Outgoing, (datagram, address)) for address in self._clients])
+
+    def data_destinations(self) -> Iterable[Address | None]:
+        return self._clients  # the clients by address
 
     def _retransmission(self, key: Hashable, datagram: bytes) -> Outgoing | None:
         if key not in self._clients:
