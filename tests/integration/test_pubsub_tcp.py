@@ -330,9 +330,10 @@ def test_a_nonblocking_sender_gets_wouldblock_then_a_wakeup_event(harness: Harne
     # and the session writes into the room that makes; once both are full, a sender stays refused
     # for as long as the receiver does not read.
     assert wait_until(lambda: fill() == 0 and fill() == 0, 10)
+    # A late ACK (the kernel's, on a loaded machine) may still make a little room: fill() sends into it,
+    # and it returns on a refusal, so the session is refused when the receiver starts reading.
+    fill()
     wakeups = events.count(SourceEvent.WAKEUP)
-    with pytest.raises(openum.WouldBlock):
-        src.send(payload, SendFlags.NONBLOCK)
     gate.set()
     assert events.wait(SourceEvent.WAKEUP, wakeups + 1), events.events
     src.send(payload, SendFlags.NONBLOCK | SendFlags.FLUSH)
