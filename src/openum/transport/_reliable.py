@@ -69,6 +69,7 @@ __all__ = [
     "close_socket",
     "datagram_pending",
     "disconnect",
+    "dissolve",
     "loss_hook_from_env",
     "set_buffer",
 ]
@@ -261,6 +262,18 @@ def disconnect(sock: socket.socket) -> None:
         raise OSError(code, os.strerror(code))
     if sock.getsockname()[1] != bound[1]:
         sock.bind(bound)
+
+
+def dissolve(sock: socket.socket, log: Any, what: str) -> None:
+    """:func:`disconnect` ``sock``, or log why ``what`` (a transport's receiving socket) stays connected."""
+    try:
+        disconnect(sock)
+    except OSError as exc:
+        log.warning(
+            "%s stays connected to one source (%s): other sources sending to it cannot reach this context",
+            what,
+            exc,
+        )
 
 
 def close_socket(loop: EventLoop, sock: socket.socket) -> None:

@@ -59,7 +59,7 @@ from openum.transport._reliable import (
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
-    disconnect,
+    dissolve,
     loss_hook_from_env,
     set_buffer,
 )
@@ -416,14 +416,7 @@ class RmReceiving:
         if group.only is None:
             return
         group.only = None
-        try:
-            disconnect(group.sock)
-        except OSError as exc:
-            self.log.warning(
-                "LBT-RM: a group socket stays connected to one source (%s): other sources sending to its "
-                "group cannot reach this context",
-                exc,
-            )
+        dissolve(group.sock, self.log, "LBT-RM: a group socket")
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
         sock = self._nak_sock

@@ -56,7 +56,7 @@ from openum.transport._reliable import (
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
-    disconnect,
+    dissolve,
     loss_hook_from_env,
     set_buffer,
 )
@@ -285,14 +285,7 @@ class RuReceiving:
         if not self._connected or self._sock is None:
             return
         self._connected = False
-        try:
-            disconnect(self._sock)
-        except OSError as exc:
-            self.log.warning(
-                "LBT-RU: the receiver socket stays connected to one source (%s): other sources on it "
-                "cannot reach this context",
-                exc,
-            )
+        dissolve(self._sock, self.log, "LBT-RU: the receiver socket")
 
     def _open(self, receiver_attrs: Any) -> socket.socket:
         spec = receiver_attrs.get("transport_lbtru_interface")

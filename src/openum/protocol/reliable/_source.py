@@ -168,10 +168,8 @@ class SourceBase(abc.ABC):
             return REFUSED
         # A datagram the rate controller released since the last call goes first.
         released = self._take_released(now_ns) if self._queued is not None else ()
-        window = self._window
-        sqn = window.make_room(len(payload))
-        datagram = self._encode_data(sqn, payload)
-        window.append(datagram)
+        datagram = self._keep(payload)
+        sqn = self._window.next - 1
         if decision is _SEND:
             out = self._transmit(sqn, datagram, now_ns)
             return new_record(SendResult, (released + out if released else out, False, False, sqn & SQN_MASK))
@@ -192,14 +190,8 @@ class SourceBase(abc.ABC):
             or not self._rate.take_data(nbytes * copies, now_ns)
         ):
             return None
-        window = self._window
-        sqn = window.make_room(len(payload))
-        datagram = self._encode_data(sqn, payload)
-        window.append(datagram)
-        self._lead_sent = sqn
-        self._msgs_sent += copies
-        self._bytes_sent += len(datagram) * copies
-        self._sm.activity(now_ns)
+        datagram = self._keep(payload)
+        self._count_sent(self._window.next - 1, datagram, copies, now_ns)
         return datagram
 
     def data_destinations(self) -> Iterable[Address | None]:
@@ -207,13 +199,23 @@ class SourceBase(abc.ABC):
         group), else the unicast addresses (LBT-RU's clients)."""
         return _OWN_DESTINATION
 
-    def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
-        out = self._data_outgoing(datagram)
-        copies = len(out)
+    def _keep(self, payload: bytes | bytearray | memoryview) -> bytes:
+        """The DATA datagram carrying ``payload`` as the next sequence number, kept in the window."""
+        window = self._window
+        datagram = self._encode_data(window.make_room(len(payload)), payload)
+        window.append(datagram)
+        return datagram
+
+    def _count_sent(self, sqn: int, datagram: bytes, copies: int, now_ns: int) -> None:
+        """``datagram`` (sequence number ``sqn``) goes out now, in ``copies`` copies."""
         self._lead_sent = sqn
         self._msgs_sent += copies
         self._bytes_sent += len(datagram) * copies
         self._sm.activity(now_ns)
+
+    def _transmit(self, sqn: int, datagram: bytes, now_ns: int) -> tuple[Outgoing, ...]:
+        out = self._data_outgoing(datagram)
+        self._count_sent(sqn, datagram, len(out), now_ns)
         return out
 
     def _take_released(self, now_ns: int) -> tuple[Outgoing, ...]:
