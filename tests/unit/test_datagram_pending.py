@@ -1,15 +1,15 @@
-"""datagram_pending and DrainGate: whether a UDP socket holds another datagram, asked between the reads of one
-event, and when to ask."""
+"""datagram_pending and DrainGate: whether a UDP socket holds another datagram, asked after the first read of
+an event and before its datagram is handled, and when to ask."""
 
 from __future__ import annotations
 
 import select
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from openum.transport._reliable import BURST_IDLE_NS, MAX_DRAIN, QUIET_EVENTS, DrainGate, datagram_pending
+from openum.transport._reliable import BURST_IDLE_NS, MAX_DRAIN, SKIP_EVENTS, DrainGate, datagram_pending
 from tests.helpers import wait_until
 
 
@@ -67,18 +67,27 @@ ROUND_TRIP_IDLE = 20_000  # ns between two events of a round trip across process
 BURST_IDLE = 1_000  # ns between two events of a burst: the loop's way back through epoll
 
 
-def event(gate: DrainGate, rx: socket.socket, clock: Clock) -> int:
-    """One readiness event as the LBT-RM/RU receivers drain it; the datagrams it read."""
+def event(gate: DrainGate, rx: socket.socket, clock: Clock, answer: Callable[[], None] | None = None) -> int:
+    """One readiness event as the LBT-RM/RU receivers read it; the datagrams it read.  ``answer`` runs
+    as each datagram's callback would (a peer on the same CPU answering the callback's send)."""
     fd = rx.fileno()
     began = clock()
+    drain = False
+    read = 0
     for i in range(MAX_DRAIN):
-        if 0 < i < 3 and not gate.more(fd, i, began):
-            return i
+        if i and not drain:
+            break
         try:
             rx.recv(100)
         except BlockingIOError:
-            return i
-    return MAX_DRAIN
+            break
+        read += 1
+        if not i:
+            drain = gate.drain(fd, began)
+        if answer is not None:
+            answer()
+    gate.ended()
+    return read
 
 
 def send(tx: socket.socket, rx: socket.socket, count: int) -> None:
@@ -87,56 +96,83 @@ def send(tx: socket.socket, rx: socket.socket, count: int) -> None:
     assert wait_until(lambda: datagram_pending(rx.fileno(), bytearray(4)), 5)
 
 
-def test_drain_gate_drains_a_burst(pair: tuple[socket.socket, socket.socket]) -> None:
+def pending(rx: socket.socket) -> bool:
+    return datagram_pending(rx.fileno(), bytearray(4))
+
+
+def test_an_event_after_a_wait_reads_one_datagram(pair: tuple[socket.socket, socket.socket]) -> None:
+    """The datagram that woke the loop is no burst: the rest waits for the next event."""
     rx, tx = pair
     clock = Clock()
     gate = DrainGate(clock)
+    clock.idle(ROUND_TRIP_IDLE)
     send(tx, rx, 5)
-    assert event(gate, rx, clock) == 5
-    assert not datagram_pending(rx.fileno(), bytearray(4))
+    assert event(gate, rx, clock) == 1
+    assert pending(rx)
 
 
-def quiet_gate(rx: socket.socket, tx: socket.socket, clock: Clock) -> DrainGate:
-    """A gate after QUIET_EVENTS events without a burst: one datagram, or two (an answer that arrived
-    while the first's callback ran), a round trip's idle time apart."""
-    gate = DrainGate(clock)
-    for n in range(QUIET_EVENTS):
-        clock.idle(ROUND_TRIP_IDLE)
-        send(tx, rx, 1 + n % 2)
-        assert event(gate, rx, clock) == 1 + n % 2
-    return gate
-
-
-def test_a_quiet_gate_stops_looking_in_round_trips(pair: tuple[socket.socket, socket.socket]) -> None:
-    """An event a round trip after the previous one reads one datagram and leaves the rest to the next
-    event, which comes at once (level-triggered epoll) and so looks."""
-    rx, tx = pair
-    clock = Clock()
-    gate = quiet_gate(rx, tx, clock)
-    for _ in range(3):
-        clock.idle(ROUND_TRIP_IDLE)
-        send(tx, rx, 2)
-        assert event(gate, rx, clock) == 1  # no look: the second stays queued
-        clock.idle(BURST_IDLE)
-        assert event(gate, rx, clock) == 1  # readable again at once: it looks, and finds nothing more
-    assert not datagram_pending(rx.fileno(), bytearray(4))
-
-
-def test_a_quiet_gate_finds_a_burst_on_its_second_event_and_drains_it(
+def test_an_event_at_once_after_the_previous_finds_a_burst_and_drains_it(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
     rx, tx = pair
     clock = Clock()
-    gate = quiet_gate(rx, tx, clock)
+    gate = DrainGate(clock)
     clock.idle(ROUND_TRIP_IDLE)
     send(tx, rx, 10)
-    assert event(gate, rx, clock) == 1  # the burst's first event: after a round trip's idle time
+    assert event(gate, rx, clock) == 1  # the burst's first event: after a wait
     clock.idle(BURST_IDLE)
-    assert event(gate, rx, clock) == 9  # the next, at once: it looks, finds a third waiting, drains
-    assert not datagram_pending(rx.fileno(), bytearray(4))
+    assert event(gate, rx, clock) == 9  # the next, at once: a datagram already waits, so it drains
+    assert not pending(rx)
+
+
+def test_a_drain_stops_at_max_drain(pair: tuple[socket.socket, socket.socket]) -> None:
+    rx, tx = pair
+    clock = Clock()
+    gate = DrainGate(clock)
+    send(tx, rx, 1 + MAX_DRAIN + 5)
+    assert event(gate, rx, clock) == 1
+    clock.idle(BURST_IDLE)
+    assert event(gate, rx, clock) == MAX_DRAIN  # the loop's other work runs, then the next event
+    clock.idle(BURST_IDLE)
+    assert event(gate, rx, clock) == 5
+
+
+def test_an_answer_that_arrives_during_the_callback_is_no_burst(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    """Round trips on one CPU: the callback's send lets the peer run, its answer waits when the callback
+    returns, and the next event begins at once.  The gate looks before the callback, when nothing waits
+    yet, so every event reads one datagram and leaves the answer to the next one."""
+    rx, tx = pair
+    clock = Clock()
+    gate = DrainGate(clock)
+    send(tx, rx, 1)
+    for n in range(2 * SKIP_EVENTS + 2):  # looking (empty) and not looking alike
+        clock.idle(BURST_IDLE)
+        assert event(gate, rx, clock, answer=lambda: send(tx, rx, 1)) == 1, f"event {n} read the answer"
+        assert pending(rx)
+    rx.recv(100)
+    assert not pending(rx)
+
+
+def test_after_an_empty_look_a_burst_is_found_within_skip_events(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    rx, tx = pair
+    clock = Clock()
+    gate = DrainGate(clock)
     clock.idle(ROUND_TRIP_IDLE)
-    send(tx, rx, 3)
-    assert event(gate, rx, clock) == 3  # after a burst the gate looks on every event again
+    send(tx, rx, 2)
+    assert event(gate, rx, clock) == 1  # after a wait: no look
+    clock.idle(BURST_IDLE)
+    assert event(gate, rx, clock) == 1  # at once: it looks, nothing more waits, so it stops looking
+    send(tx, rx, SKIP_EVENTS + 10)
+    for _ in range(SKIP_EVENTS):
+        clock.idle(BURST_IDLE)
+        assert event(gate, rx, clock) == 1
+    clock.idle(BURST_IDLE)
+    assert event(gate, rx, clock) == 10  # it looks again, and drains
+    assert not pending(rx)
 
 
 def test_the_idle_limit_tells_a_burst_from_a_round_trip() -> None:

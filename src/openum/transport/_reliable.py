@@ -97,58 +97,62 @@ def datagram_pending(fd: int, scratch: bytearray) -> bool:
     return scratch != _NOTHING_PENDING
 
 
-#: Readiness events in a row without a burst before :class:`DrainGate` stops looking past the first read.
-QUIET_EVENTS: Final = 8
-#: Once it has stopped, an event still looks when it began within this many ns of the end of the previous
-#: one: the socket was readable again at once, as in a burst (between two events only the loop's own way
-#: back through epoll, about 1-2 us), never in a round trip (the peer's work and two process switches).
+#: An event looks for a burst only when it began within this many ns of the end of the previous event:
+#: the socket was readable again at once (between two events only the loop's own way back through epoll,
+#: about 1-2 us).  After a wait the socket held one datagram when the loop woke, which is no burst.
 BURST_IDLE_NS: Final = 4_000
+#: After a look that found nothing, this many events that began at once read their first datagram
+#: without looking: round trips on one CPU, where the answer comes back while the callback runs.
+SKIP_EVENTS: Final = 16
 
 
 class DrainGate:
-    """Whether an LBT-RM/RU receiver reads on after the first datagrams of a readiness event.
+    """Whether an LBT-RM/RU readiness event reads on after its first datagram, until the socket is empty.
 
-    Looking for another datagram (:func:`datagram_pending`, an ``ioctl``) pays off in a burst, where one
-    event then reads many.  In a round trip the look is a system call on the path of every message: the
-    answer is "no", or "yes" only because the peer's answer came back while the first datagram's
-    callback ran (one more datagram, then a read that fails with EAGAIN and raises).  Not looking loses
-    nothing: epoll is level-triggered, so a socket that still holds a datagram is reported again at once
-    and the next event reads it, for one more trip through the loop.
+    Asked after the event's first read and before that datagram is handled: a burst shows as another
+    datagram already waiting (:func:`datagram_pending`, an ``ioctl``).  Asking after the handling would
+    mistake a round trip for a burst: when the answer's sender runs on the same CPU, the callback's send
+    lets it run at once, and its answer is waiting when the callback returns, every time.  A drain that
+    follows such answers, reading each one before going back to epoll, changes how the two processes
+    share the CPU (the one reading on uses less of it per round trip, and the scheduler lets it preempt
+    its peer in turn, so both sleep in some round trips): round trips took 3-5 us longer in a third of
+    them.  Not reading on loses nothing: epoll is level-triggered, so a socket that still holds a
+    datagram is reported again at once and the next event reads it, for one more trip through the loop.
 
-    So an event looks after its first read and, if that found one, after its second: a third datagram
-    waiting means a burst, and the event drains the socket.  After :data:`QUIET_EVENTS` events in a row
-    without a burst the gate stops looking after the first read, unless the event began within
-    :data:`BURST_IDLE_NS` of the previous event's end: a burst that starts meanwhile makes the socket
-    readable again at once, so its second event looks and drains it.  (Pass 8 looked on every eighth
-    event instead: in round trips that one look in eight, a quarter of the round trips with two events
-    each, widened the round-trip times by 1-4 us.)  ``now_ns`` is the loop's clock; the receivers pass the
-    time their event began.
+    Looks cost a system call, so an event looks only when it began within :data:`BURST_IDLE_NS` of the
+    previous event's end (a burst keeps the socket readable; after a wait, the one datagram that woke
+    the loop is no burst), and after a look that found nothing the next :data:`SKIP_EVENTS` events that
+    began at once do not look (the round trips above, whose next event always begins at once).  A burst
+    that starts then is read one datagram an event until the gate looks again.  A drain ends with a read
+    that fails (EAGAIN: one raised exception per drain, not a look per datagram) or after
+    :data:`MAX_DRAIN` datagrams.  ``now_ns`` is the loop's clock; the receivers pass the time their
+    event began, and call :meth:`ended` when it is over.
     """
 
-    __slots__ = ("_ended", "_now_ns", "_quiet", "_scratch")
+    __slots__ = ("_ended", "_now_ns", "_scratch", "_skip")
 
     def __init__(self, now_ns: Callable[[], int]) -> None:
-        self._quiet = 0  # events in a row without a burst
         self._scratch = bytearray(4)
         self._now_ns = now_ns
-        self._ended = 0  # when the last event that stopped here ended
+        self._ended = 0  # when the last event ended
+        self._skip = 0  # events that began at once still to read without looking
 
-    def more(self, fd: int, reads: int, began: int) -> bool:
-        """Read on after ``reads`` (1 or 2) datagrams of this event on ``fd``, which began at ``began``?"""
-        quiet = self._quiet
-        if reads == 1:
-            if quiet >= QUIET_EVENTS and began - self._ended > BURST_IDLE_NS:
-                self._quiet = quiet + 1
-                self._ended = self._now_ns()
-                return False
-            if datagram_pending(fd, self._scratch):
-                return True  # a second datagram: the next look tells a burst from an answer
-        elif datagram_pending(fd, self._scratch):
-            self._quiet = 0  # a third: a burst, read on until the socket is empty
+    def drain(self, fd: int, began: int) -> bool:
+        """Read ``fd`` until it is empty, in the event that began at ``began`` and has read one datagram?"""
+        if began - self._ended > BURST_IDLE_NS:
+            return False
+        skip = self._skip
+        if skip:
+            self._skip = skip - 1
+            return False
+        if datagram_pending(fd, self._scratch):
             return True
-        self._quiet = quiet + 1
-        self._ended = self._now_ns()
+        self._skip = SKIP_EVENTS
         return False
+
+    def ended(self) -> None:
+        """The current event is over (every datagram it read was handled)."""
+        self._ended = self._now_ns()
 
 
 #: A test-only receive hook: ``drop(datagram) -> True`` drops it (counted as ``dgrams_dropped_test_hook``).

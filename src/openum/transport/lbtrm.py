@@ -362,11 +362,10 @@ class RmReceiving:
         settling = only is not None and not group.settled
         if settling:
             only = None
+        drain = settling  # read on after the first datagram (DrainGate: a burst; settling: until empty)
         for i in range(MAX_DRAIN):
-            # A round trip's event ends without a failed read; a burst reads on until one fails
-            # (EAGAIN: one raised exception per event, not a look per datagram).
-            if 0 < i < 3 and not settling and not gate.more(fd, i, now):
-                return
+            if i and not drain:
+                break
             try:
                 if only is not None:  # connected to the only source: no sender address to read
                     data = sock.recv(RECV_SIZE)
@@ -376,10 +375,12 @@ class RmReceiving:
             except (BlockingIOError, InterruptedError):
                 if settling:
                     group.settled = True
-                return
+                break
             except OSError as exc:
                 self.log.debug("LBT-RM: receive error: %s", exc)
-                return
+                break
+            if not drain:
+                drain = gate.drain(fd, now)  # before the datagram's callbacks can cause an answer
             if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
                 continue
@@ -396,7 +397,9 @@ class RmReceiving:
                 continue
             if group.fresh and addr == session.sender:
                 settling = self._connect(group, session)
+                drain = drain or settling
             session.datagram(memoryview(data), addr, now)
+        gate.ended()
 
     def _connect(self, group: _GroupSocket, session: RmReceiverSession) -> bool:
         """Connect the group socket to the source of its only session (see the module docstring)."""

@@ -307,11 +307,10 @@ class RuReceiving:
         sessions = self._sessions
         drop = self._drop
         gate = self._gate
+        drain = False  # read on after the first datagram (DrainGate: a burst)
         for i in range(MAX_DRAIN):
-            # A round trip's event ends without a failed read; a burst reads on until one fails
-            # (EAGAIN: one raised exception per event, not a look per datagram).
-            if 0 < i < 3 and not gate.more(fd, i, now):
-                return
+            if i and not drain:
+                break
             only = self._only
             try:
                 if only is not None:  # connected to the only source: no sender address to read
@@ -320,10 +319,12 @@ class RuReceiving:
                 else:
                     data, addr = sock.recvfrom(RECV_SIZE)
             except (BlockingIOError, InterruptedError):
-                return
+                break
             except OSError as exc:  # e.g. ICMP port unreachable: a source went away
                 self.log.debug("LBT-RU: receive error: %s", exc)
                 continue
+            if not i:
+                drain = gate.drain(fd, now)  # before the datagram's callbacks can cause an answer
             if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
                 continue
@@ -333,6 +334,7 @@ class RuReceiving:
                 self.dgrams_dropped_unknown += 1  # not a source this context has joined
                 continue
             session.datagram(memoryview(data), addr, now)
+        gate.ended()
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:
         sock = self._sock
