@@ -21,10 +21,11 @@ import openum
 from openum import MsgType, SendFlags, SourceEvent, SourceString, WouldBlock
 from openum.protocol.reliable import RmReceiverStatistics, RuReceiverStatistics
 from openum.transport._reliable import ReliableSourceStatistics, loss_hook_from_env
+from openum.transport.lbtru import CLIENT_SOCKETS
 from openum.wire.lbtrm import RmData
 from openum.wire.lbtrm import encode as rm_encode
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, last_json
+from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, last_json, stays_false
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 TRANSPORTS = ("lbtrm", "lbtru")
@@ -546,6 +547,47 @@ def test_lbtru_receiver_socket_is_connected_to_its_only_source_then_serves_every
         for datagram in _garbage(4):
             s.sendto(datagram, receiver)
     assert wait_until(lambda: sub.statistics().lbtru_dgrams_dropped_unknown >= 4, WAIT)
+
+
+@pytest.mark.skipif(not CLIENT_SOCKETS, reason="a socket per client: Linux's SO_REUSEPORT")
+def test_lbtru_source_serves_each_client_from_a_socket_of_its_own(contexts: Contexts) -> None:
+    """Each connected client gets a socket bound to the session's address and connected to the client:
+    data leaves from the session's port (the receivers' connected sockets take nothing else), the
+    client's ACKs come in on it (or the client would time out), and it closes when the client goes."""
+    timeout = {"transport": "lbtru", "transport_lbtru_client_activity_timeout": 500}
+    acks = "receiver transport_lbtru_acknowledgement_interval 100"  # ACKs: the clients' keepalives
+    pub, sub, sub2 = contexts.new(), contexts.new(acks), contexts.new(acks)
+    rec, rec2 = Recorder(), Recorder()
+    rcv = sub.create_receiver("reliable/own", rec)
+    events = SourceEvents()
+    src = pub.create_source("reliable/own", timeout, event_callback=events)
+    assert events.wait(SourceEvent.CONNECT)
+    session = src.session  # type: ignore[attr-defined]
+    shared = session.sock.getsockname()
+    owns = session._client_socks
+    assert wait_until(lambda: len(owns) == 1, WAIT)
+    (first,) = owns.values()
+    assert first.getsockname() == shared
+    assert "{}:{}".format(*first.getpeername()) == events.events[0][1]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other, pytest.raises(OSError, match="in use"):
+        other.bind(shared)  # still taken for a pool looking for a free port (no SO_REUSEPORT)
+    src.send(b"one", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    # Three client activity timeouts: the client's ACKs, read from its own socket, keep it connected.
+    assert stays_false(lambda: events.count(SourceEvent.DISCONNECT) > 0, 1.5)
+    sub2.create_receiver("reliable/own", rec2)
+    assert events.wait(SourceEvent.CONNECT, 2)
+    assert wait_until(lambda: len(owns) == 2, WAIT)
+    src.send(b"two", SendFlags.FLUSH)
+    assert rec.wait_count(2) and rec2.wait_count(1)
+    assert [g.data for g in rec.of(DATA)] == [b"one", b"two"]
+    rcv.close()  # the first client stops sending ACKs: dropped after the timeout, its socket closed
+    assert events.wait(SourceEvent.DISCONNECT, timeout=10)
+    assert wait_until(lambda: len(owns) == 1, WAIT)
+    assert first.fileno() == -1
+    (second,) = owns.values()
+    src.close()
+    assert second.fileno() == -1 and not owns
 
 
 def test_the_test_loss_hook_refuses_bad_values() -> None:

@@ -436,13 +436,15 @@ class ReliableSourceSession(SourceSessionBase):
             self._send(result.outgoing)
 
     # -- the context thread ----------------------------------------------------------------------------
-    def _readable(self, _fd: int, _events: FdEvent, _clientd: Any) -> None:
+    def _readable(self, _fd: int, _events: FdEvent, clientd: Any) -> None:
+        """Read the session's socket, or the socket ``clientd`` names (LBT-RU: a client's own socket)."""
         now = self.loop.clock.now_ns()
         events: list[SourceEvent] = []
+        sock: socket.socket = self.sock if clientd is None else clientd
         with self.lock:
             for _ in range(MAX_DRAIN):
                 try:
-                    data, addr = self.sock.recvfrom(RECV_SIZE)
+                    data, addr = sock.recvfrom(RECV_SIZE)
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError as exc:  # e.g. ICMP port unreachable reported on the socket

@@ -11,6 +11,16 @@ and drops a client silent for ``transport_lbtru_client_activity_timeout``.  Sour
 sessions (``transport_lbtru_data_rate_limit`` / ``retransmit_rate_limit`` per ``rate_interval``; every
 unicast copy counts).
 
+Each connected client gets a socket of its own (on Linux, :data:`CLIENT_SOCKETS`): bound to the session's
+address and port next to the session's socket (``SO_REUSEPORT``, which only sockets of the same user may
+share) and connected to the client.  Data and retransmissions for the client leave from it, so from the
+session's port as before, without ``sendto``'s per-datagram address parsing and route lookup (a round trip
+across processes 0.7 us shorter); the kernel hands the client's CREQs, ACKs and NAKs to it and everyone
+else's to the session's socket, and both are read.  The socket closes when the client goes (timed out, or
+the session closes).  The session's socket gets ``SO_REUSEPORT`` only once bound, so a pool looking for a
+free port still finds it taken.  Should a client's socket fail to open, the client is served from the
+session's socket.
+
 **Receiver side.** One UDP socket per context, bound to the first free port of the receiver's
 ``transport_lbtru_port_low..high`` (14360-14379) on ``transport_lbtru_interface`` (else
 ``default_interface``): it sends the CREQs, ACKs and NAKs of every joined session and receives their
@@ -31,14 +41,17 @@ from __future__ import annotations
 
 import random
 import socket
+import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from openum.config import SourceAttributes
 from openum.protocol.reliable import (
     Outgoing,
     RateController,
+    ReceiverConnected,
+    ReceiverDisconnected,
     RuReceiver,
     RuReceiverParams,
     RuSource,
@@ -85,6 +98,38 @@ def _udp_socket(interface: str, port: int) -> socket.socket:
     return sock
 
 
+#: Whether each client of a source session gets a socket of its own (see the module docstring): Linux's
+#: SO_REUSEPORT, whose connected members take only their peer's datagrams.
+CLIENT_SOCKETS: Final = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def client_socket(shared: socket.socket, client: Address) -> socket.socket:
+    """A socket of ``client``'s own next to the session's ``shared`` one: bound to the same address and
+    port (SO_REUSEPORT, set on both; only sockets of the same user may join), connected to the client.
+
+    Datagrams sent on it leave from the session's address and port, as from the shared socket, without
+    the per-datagram address parsing and route lookup of ``sendto``.  The kernel delivers the client's
+    datagrams (CREQs, ACKs, NAKs) to it, everyone else's to the shared socket, which must stay unconnected.
+    The shared socket gets SO_REUSEPORT only here, after it was bound: a pool looking for a free port
+    binds without it, so it still finds the port taken.
+    """
+    shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        # Linux reports twice the size set: the shared socket's send buffer, as configured.
+        own.setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, shared.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
+        )
+        own.bind(shared.getsockname())
+        own.connect(client)
+        own.setblocking(False)
+    except OSError:
+        own.close()
+        raise
+    return own
+
+
 class RuSourceSession(ReliableSourceSession):
     """One LBT-RU transport session of a source context: a UDP port and its connected clients."""
 
@@ -108,6 +153,8 @@ class RuSourceSession(ReliableSourceSession):
         self.ru: RuSource = engine
         self.session_id = session_id
         self.use_session_id = params.use_session_id
+        # Each connected client's own socket (CLIENT_SOCKETS), by the client's address.
+        self._client_socks: dict[Address, socket.socket] = {}
 
     def transport_info(self) -> LbtruTransport:
         """What topic resolution advertises for the session's sources."""
@@ -123,6 +170,54 @@ class RuSourceSession(ReliableSourceSession):
 
     def _close_engine(self) -> tuple[Sequence[Outgoing], Sequence[SourceEvent]]:
         return self.ru.close()  # an RST to every client ends their sessions (EOS)
+
+    # -- a socket of each client's own (see the module docstring) -----------------------------------------
+    def _write(self, datagram: bytes, destination: Address | None) -> None:
+        own = self._client_socks.get(destination) if destination is not None else None
+        if own is None:
+            super()._write(datagram, destination)
+            return
+        try:
+            own.send(datagram)
+        except (BlockingIOError, InterruptedError):
+            self._stats["send_buffer_full"] += 1  # lost on the wire: NAKs repair it, as on the shared socket
+        except OSError as exc:  # ECONNREFUSED: an ICMP error from a receiver that went away (it times out)
+            self.log.debug("%s: sending to %s:%d failed: %s", self.label, *own.getpeername(), exc)
+
+    def _session_events(self, events: Sequence[SourceEvent]) -> None:
+        if CLIENT_SOCKETS:
+            for event in events:
+                if isinstance(event, ReceiverConnected):
+                    self._open_client_socket(event.address)
+                elif isinstance(event, ReceiverDisconnected):
+                    self._close_client_socket(event.address)
+        super()._session_events(events)
+
+    def _open_client_socket(self, client: Address) -> None:
+        with self.lock:
+            if self.closed or client in self._client_socks:
+                return
+            try:
+                own = client_socket(self.sock, client)
+            except OSError as exc:  # the client is served from the shared socket
+                self.log.debug("%s: no socket of its own for %s:%d: %s", self.label, *client, exc)
+                return
+            self._client_socks[client] = own
+            self.loop.register_fd(own.fileno(), FdEvent.READ, self._readable, own)
+
+    def _close_client_socket(self, client: Address) -> None:
+        with self.lock:
+            own = self._client_socks.pop(client, None)
+        if own is not None:
+            close_socket(self.loop, own)
+
+    def close(self) -> None:
+        super().close()
+        with self.lock:
+            owns = list(self._client_socks.values())
+            self._client_socks.clear()
+        for own in owns:
+            close_socket(self.loop, own)
 
 
 class RuSessionPool(PortSessionPool[RuSourceSession]):
