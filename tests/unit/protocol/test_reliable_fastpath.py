@@ -197,3 +197,21 @@ def test_data_in_order_then_datagram_received_equals_datagram_received_alone(
         assert fast.next_deadline() == slow.next_deadline()
     if arrivals and all(o is None and not rx for o, _, rx, _ in arrivals):
         assert taken == len(arrivals)  # every datagram after the first in order: all on the hot path
+
+
+def test_given_up_sequence_numbers_are_forgotten_oldest_first_past_the_cap() -> None:
+    """The detector remembers the last 65,536 sequence numbers it gave up on, so that a late repair of one
+    counts as such; beyond that the oldest are forgotten (a repair of one is then a duplicate)."""
+    from openum.protocol.reliable._nak import _MAX_ABANDONED
+
+    det = _detector()
+    gap = _MAX_ABANDONED + 100
+    det.data(0, 0, False, 0)
+    det.data(gap + 1, 0, False, 1 * MS)  # sequence numbers 1..gap lost
+    det.poll(20_000 * MS)  # past the NAK generation interval: every one given up
+    assert det.unrecovered_tmo == gap
+    assert len(det._abandoned) == _MAX_ABANDONED
+    det.data(50, 0, True, 20_001 * MS)  # among the 100 oldest: forgotten
+    assert (det.late_repairs, det.duplicate_data) == (0, 1)
+    det.data(gap, 0, True, 20_002 * MS)  # the newest given up: still known
+    assert (det.late_repairs, det.duplicate_data) == (1, 1)

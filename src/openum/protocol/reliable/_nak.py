@@ -31,6 +31,7 @@ edge), and their timers in a heap with lazy invalidation.
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
@@ -131,7 +132,8 @@ class LossDetector:
         self._next = 0  # absolute: one past the highest sequence number known to exist
         self._losses: dict[int, _Loss] = {}
         self._heap: list[tuple[int, int]] = []  # (due, absolute sqn), stale entries skipped
-        self._abandoned: dict[int, None] = {}
+        # Given up on, oldest first: a late repair of one counts as such (not as a duplicate).
+        self._abandoned: OrderedDict[int, None] = OrderedDict()
         self._events: list[Unrecovered] = []
         self.lost = 0
         self.duplicate_data = 0
@@ -360,10 +362,10 @@ class LossDetector:
         abandoned = self._abandoned
         for sqn in sqns:
             abandoned[sqn] = None
-        excess = len(abandoned) - _MAX_ABANDONED
-        if excess > 0:
-            for sqn in list(abandoned)[:excess]:
-                del abandoned[sqn]
+        # The oldest go first, each in constant time (a dict would be listed whole at every give-up
+        # once full: under lasting unrecoverable loss, 65,536 keys per NAK timer that gave up).
+        while len(abandoned) > _MAX_ABANDONED:
+            abandoned.popitem(last=False)
 
 
 def _sample(stat: list[int], value: int) -> None:
