@@ -50,6 +50,12 @@ class EngineTimer:
         delay_ms = max(0.0, (when - self._loop.clock.now_ns()) / NS_PER_MS)
         self._timer = self._loop.schedule_timer(delay_ms, self._expired)
 
+    def armed_by(self, when: int) -> bool:
+        """The timer is armed for ``when`` or earlier: a deadline that moved to ``when`` needs no
+        :meth:`reschedule` (it fires at the armed time and re-arms)."""
+        armed = self._when
+        return self._timer is not None and armed is not None and armed <= when
+
     def _expired(self, _clientd: Any) -> None:
         self._timer = None
         self._when = None

@@ -376,11 +376,16 @@ class ReliableSourceSession(SourceSessionBase):
             if datagram is not None:
                 for destination in engine.data_destinations():
                     self._write(datagram, destination or self.destination)
-            else:
-                result = engine.send(data, now)
-                if result.refused:
-                    self._backlog.append(data)
-                self._send(result.outgoing)
+                # Of the engine's deadlines only the next session message moved (to a minimum interval
+                # from now): nothing to do while the timer is armed for that or earlier.
+                due = engine.session_message_due
+                if due is None or not self.timer.armed_by(due):
+                    self.timer.reschedule()
+                return
+            result = engine.send(data, now)
+            if result.refused:
+                self._backlog.append(data)
+            self._send(result.outgoing)
         self.timer.reschedule()
 
     def _has_room(self) -> bool:

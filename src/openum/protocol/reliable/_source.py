@@ -136,6 +136,11 @@ class SourceBase(abc.ABC):
         return self._datagram_max_size - self._header_len
 
     @property
+    def session_message_due(self) -> int | None:
+        """When the next session message is due (None before the session's first datagram)."""
+        return self._sm.due
+
+    @property
     def next_sqn(self) -> int:
         """The transport sequence number the next datagram gets."""
         return self._window.next & SQN_MASK
