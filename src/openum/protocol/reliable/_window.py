@@ -42,7 +42,7 @@ _SPARE_CHUNKS: Final = 1
 #: it doubles when full (a copy, rare).
 _INDEX_BYTES_PER_ENTRY: Final = 256
 _INDEX_MIN: Final = 1024
-_INDEX_MAX: Final = 1 << 16
+_INDEX_MAX: Final = 1 << 14
 #: Mapping flags of a chunk whose pages are present at once (Linux), else 0: a plain buffer.
 _POPULATE: Final = (
     mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE
@@ -183,12 +183,13 @@ class TransmissionWindow:
                 self._spare.append(chunk)
 
     def _grow_index(self) -> None:
-        count = self._count
-        starts, lens = _index(2 * (count or 1)), _index(2 * (count or 1))
-        for i in range(count):
-            j = (self._head + i) & self._mask
-            starts[i] = self._starts[j]
-            lens[i] = self._lens[j]
+        """Double the full index ring, oldest first (array copies, not a loop per datagram)."""
+        head = self._head
+        starts = self._starts[head:] + self._starts[:head]
+        lens = self._lens[head:] + self._lens[:head]
+        zeros = bytes(8 * len(starts))
+        starts.frombytes(zeros)
+        lens.frombytes(zeros)
         self._starts, self._lens = starts, lens
         self._mask = len(starts) - 1
         self._head = 0
