@@ -90,6 +90,13 @@ def event(gate: DrainGate, rx: socket.socket, clock: Clock, answer: Callable[[],
     return read
 
 
+@pytest.fixture
+def gated(pair: tuple[socket.socket, socket.socket]) -> tuple[socket.socket, socket.socket, Clock, DrainGate]:
+    """The socket pair, and a gate on a clock the test moves."""
+    clock = Clock()
+    return (*pair, clock, DrainGate(clock))
+
+
 def send(tx: socket.socket, rx: socket.socket, count: int) -> None:
     for _ in range(count):
         tx.sendto(b"x", rx.getsockname())
@@ -100,11 +107,11 @@ def pending(rx: socket.socket) -> bool:
     return datagram_pending(rx.fileno(), bytearray(4))
 
 
-def test_an_event_after_a_wait_reads_one_datagram(pair: tuple[socket.socket, socket.socket]) -> None:
+def test_an_event_after_a_wait_reads_one_datagram(
+    gated: tuple[socket.socket, socket.socket, Clock, DrainGate],
+) -> None:
     """The datagram that woke the loop is no burst: the rest waits for the next event."""
-    rx, tx = pair
-    clock = Clock()
-    gate = DrainGate(clock)
+    rx, tx, clock, gate = gated
     clock.idle(ROUND_TRIP_IDLE)
     send(tx, rx, 5)
     assert event(gate, rx, clock) == 1
@@ -112,11 +119,9 @@ def test_an_event_after_a_wait_reads_one_datagram(pair: tuple[socket.socket, soc
 
 
 def test_an_event_at_once_after_the_previous_finds_a_burst_and_drains_it(
-    pair: tuple[socket.socket, socket.socket],
+    gated: tuple[socket.socket, socket.socket, Clock, DrainGate],
 ) -> None:
-    rx, tx = pair
-    clock = Clock()
-    gate = DrainGate(clock)
+    rx, tx, clock, gate = gated
     clock.idle(ROUND_TRIP_IDLE)
     send(tx, rx, 10)
     assert event(gate, rx, clock) == 1  # the burst's first event: after a wait
@@ -125,10 +130,8 @@ def test_an_event_at_once_after_the_previous_finds_a_burst_and_drains_it(
     assert not pending(rx)
 
 
-def test_a_drain_stops_at_max_drain(pair: tuple[socket.socket, socket.socket]) -> None:
-    rx, tx = pair
-    clock = Clock()
-    gate = DrainGate(clock)
+def test_a_drain_stops_at_max_drain(gated: tuple[socket.socket, socket.socket, Clock, DrainGate]) -> None:
+    rx, tx, clock, gate = gated
     send(tx, rx, 1 + MAX_DRAIN + 5)
     assert event(gate, rx, clock) == 1
     clock.idle(BURST_IDLE)
@@ -138,14 +141,12 @@ def test_a_drain_stops_at_max_drain(pair: tuple[socket.socket, socket.socket]) -
 
 
 def test_an_answer_that_arrives_during_the_callback_is_no_burst(
-    pair: tuple[socket.socket, socket.socket],
+    gated: tuple[socket.socket, socket.socket, Clock, DrainGate],
 ) -> None:
     """Round trips on one CPU: the callback's send lets the peer run, its answer waits when the callback
     returns, and the next event begins at once.  The gate looks before the callback, when nothing waits
     yet, so every event reads one datagram and leaves the answer to the next one."""
-    rx, tx = pair
-    clock = Clock()
-    gate = DrainGate(clock)
+    rx, tx, clock, gate = gated
     send(tx, rx, 1)
     for n in range(2 * SKIP_EVENTS + 2):  # looking (empty) and not looking alike
         clock.idle(BURST_IDLE)
@@ -156,11 +157,9 @@ def test_an_answer_that_arrives_during_the_callback_is_no_burst(
 
 
 def test_after_an_empty_look_a_burst_is_found_within_skip_events(
-    pair: tuple[socket.socket, socket.socket],
+    gated: tuple[socket.socket, socket.socket, Clock, DrainGate],
 ) -> None:
-    rx, tx = pair
-    clock = Clock()
-    gate = DrainGate(clock)
+    rx, tx, clock, gate = gated
     clock.idle(ROUND_TRIP_IDLE)
     send(tx, rx, 2)
     assert event(gate, rx, clock) == 1  # after a wait: no look

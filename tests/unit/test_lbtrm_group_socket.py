@@ -1,98 +1,31 @@
 """An LBT-RM group socket serving one session is connected to its source: what gets through, and when.
 
-Driven by hand over real sockets: ``RmReceiving`` on an event loop that is not running, its readiness
-handler called by the test, so what is queued before and after the connect is under the test's control.
+Driven by hand over real sockets (tests.unit._rm_rig): ``RmReceiving`` on an event loop that is not running,
+its readiness handler called by the test, so what is queued before and after the connect is under the
+test's control.
 """
 
 from __future__ import annotations
 
-import logging
-import random
 import select
-import socket
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 
-from openum.protocol.reliable import RmReceiverParams
-from openum.runtime import EventLoop, FdEvent, MonotonicClock
 from openum.transport._reliable import CAN_DISCONNECT
-from openum.transport.lbtrm import RmReceiving
-from openum.wire.lbmr import LbtrmTransport
-from openum.wire.lbtrm import RmData, encode
 from tests.helpers import wait_until
+from tests.unit._rm_rig import RmRig as Rig
 
 pytestmark = pytest.mark.skipif(not CAN_DISCONNECT, reason="connected group sockets: Linux only")
 
 GROUP = "224.10.10.91"
-OTHER_HOST = "127.0.0.2"  # another address of the loopback interface: a sender on "another host"
-
-
-def _sender(host: str) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-    sock.bind((host, 0))
-    return sock
-
-
-class Rig:
-    """One receiving context's LBT-RM reception and two would-be sources on one group."""
-
-    def __init__(self) -> None:
-        self.loop = EventLoop(MonotonicClock(), logging.getLogger("test.lbtrm"), "test")
-        attrs = {"transport_lbtrm_receiver_socket_buffer": 0}
-        self.rm = RmReceiving(
-            self.loop, attrs, "127.0.0.1", logging.getLogger("test.lbtrm"), random.Random(1)
-        )
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]  # a destination port nobody else uses
-        self.src = _sender("127.0.0.1")
-        self.src2 = _sender("127.0.0.1")
-        self.stranger = _sender(OTHER_HOST)
-
-    def join(self, src: socket.socket, sid: int) -> object:
-        transport = LbtrmTransport("127.0.0.1", GROUP, sid, self.port, src.getsockname()[1])
-        return self.rm.join(transport, RmReceiverParams(), lambda: None, lambda reason: None)
-
-    @property
-    def group(self) -> object:
-        return self.rm._groups[(GROUP, self.port)]
-
-    def data(self, src: socket.socket, sid: int, sqn: int, payload: bytes = b"x") -> bytes:
-        return encode(
-            RmData(ucast_port=src.getsockname()[1], session_id=sid, sqn=sqn, trail_sqn=0, payload=payload)
-        )
-
-    def send(self, sock: socket.socket, datagram: bytes) -> None:
-        sock.sendto(datagram, (GROUP, self.port))
-
-    def readable(self) -> bool:
-        group = self.group
-        sock = group.sock  # type: ignore[attr-defined]
-        if not select.select([sock], [], [], 0)[0]:
-            return False
-        self.rm._readable(sock.fileno(), FdEvent.READ, group)  # type: ignore[arg-type]
-        return True
-
-    def read_until(self, predicate: object) -> bool:
-        return wait_until(lambda: (self.readable(), predicate())[1], 5)  # type: ignore[operator]
-
-    def close(self) -> None:
-        self.rm.close()
-        self.loop.close()
-        for sock in (self.src, self.src2, self.stranger):
-            sock.close()
 
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    r = Rig()
-    try:
+    with closing(Rig(GROUP)) as r:
         yield r
-    finally:
-        r.close()
 
 
 def _stats(session: object) -> object:

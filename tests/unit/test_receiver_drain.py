@@ -1,6 +1,6 @@
 """When an LBT-RM receiver reads past the first datagram of an event (transport._reliable.DrainGate).
 
-Driven by hand over real sockets, as in test_lbtrm_group_socket: ``RmReceiving`` on an event loop that is not
+Driven by hand over real sockets (tests.unit._rm_rig): ``RmReceiving`` on an event loop that is not
 running, with a clock that moves only when told (``ManualClock``), its readiness handler called by the test.
 The test-only receive hook (``_drop``), which the receiver runs on each datagram it read before handling it,
 stands in for a callback whose send makes a peer on the same CPU answer at once.
@@ -8,22 +8,17 @@ stands in for a callback whose send makes a peer on the same CPU answer at once.
 
 from __future__ import annotations
 
-import logging
 import os
-import random
 import select
-import socket
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 
-from openum.protocol.reliable import RmReceiverParams
-from openum.runtime import EventLoop, FdEvent, ManualClock
+from openum.runtime import ManualClock
 from openum.transport._reliable import BURST_IDLE_NS, CAN_DISCONNECT
-from openum.transport.lbtrm import RmReceiving
-from openum.wire.lbmr import LbtrmTransport
-from openum.wire.lbtrm import RmData, encode
 from tests.helpers import wait_until
+from tests.unit._rm_rig import RmRig
 
 pytestmark = pytest.mark.skipif(not CAN_DISCONNECT, reason="connected group sockets: Linux only")
 
@@ -31,43 +26,27 @@ GROUP = "224.10.10.92"
 SID = 7
 
 
-class Rig:
-    """One LBT-RM session received from a source socket on this host."""
+class Rig(RmRig):
+    """One LBT-RM session received from ``src``, on a clock that stands still unless moved."""
 
     def __init__(self) -> None:
         self.clock = ManualClock(10**12)
-        log = logging.getLogger("test.drain")
-        self.loop = EventLoop(self.clock, log, "test")
-        self.rm = RmReceiving(
-            self.loop, {"transport_lbtrm_receiver_socket_buffer": 0}, "127.0.0.1", log, random.Random(1)
-        )
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]  # a destination port nobody else uses
-        self.src = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.src.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-        self.src.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
-        self.src.bind(("127.0.0.1", 0))
-        src_port = self.src.getsockname()[1]
-        transport = LbtrmTransport("127.0.0.1", GROUP, SID, self.port, src_port)
-        self.session = self.rm.join(transport, RmReceiverParams(), lambda: None, lambda reason: None)
+        super().__init__(GROUP, self.clock)
+        self.session = self.join(self.src, SID)
         self.sqn = 0
         # The first datagram connects the group socket to the source, and its event reads until the socket
         # is empty (what was queued before the connect may be anyone's): no gate yet.
-        self.send(1)
+        self.send_next(1)
         assert wait_until(lambda: (self.event(), self.received == 1)[1], 5)
-        self.sock = self.rm._groups[(GROUP, self.port)].sock  # type: ignore[attr-defined]
+        self.sock = self.group.sock  # type: ignore[attr-defined]
 
     @property
     def received(self) -> int:
         return int(self.session.engine.statistics().msgs_rcved)  # type: ignore[attr-defined]
 
-    def send(self, count: int) -> None:
+    def send_next(self, count: int) -> None:
         for _ in range(count):
-            datagram = RmData(
-                ucast_port=self.src.getsockname()[1], session_id=SID, sqn=self.sqn, trail_sqn=0, payload=b"x"
-            )
-            self.src.sendto(encode(datagram), (GROUP, self.port))
+            self.send(self.src, self.data(self.src, SID, self.sqn))
             self.sqn += 1
 
     def pending(self) -> bool:
@@ -76,23 +55,11 @@ class Rig:
     def wait_pending(self) -> None:
         assert wait_until(self.pending, 5), "the datagram sent did not arrive"
 
-    def event(self) -> None:
-        group = self.rm._groups[(GROUP, self.port)]  # type: ignore[attr-defined]
-        self.rm._readable(group.sock.fileno(), FdEvent.READ, group)
-
-    def close(self) -> None:
-        self.rm.close()
-        self.loop.close()
-        self.src.close()
-
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    r = Rig()
-    try:
+    with closing(Rig()) as r:
         yield r
-    finally:
-        r.close()
 
 
 def _rx_queue(rig: Rig) -> int:
@@ -109,10 +76,10 @@ def _rx_queue(rig: Rig) -> int:
 def queue(rig: Rig, count: int) -> None:
     """Send ``count`` datagrams and wait until all of them are queued (equal datagrams take equal memory)."""
     assert not rig.pending()
-    rig.send(1)
+    rig.send_next(1)
     rig.wait_pending()
     one = _rx_queue(rig)
-    rig.send(count - 1)
+    rig.send_next(count - 1)
     assert wait_until(lambda: _rx_queue(rig) == count * one, 5), "the datagrams sent did not all arrive"
 
 
@@ -138,7 +105,7 @@ def test_an_answer_to_the_handling_is_left_to_the_next_event(rig: Rig) -> None:
     def answer(_data: bytes) -> bool:
         if not answered:
             answered.append(rig.sqn)
-            rig.send(1)
+            rig.send_next(1)
             rig.wait_pending()
         return False  # handled as usual
 

@@ -12,6 +12,7 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 
 import pytest
 
@@ -63,11 +64,8 @@ class Rig:
 
 @pytest.fixture
 def rig() -> Iterator[Rig]:
-    r = Rig()
-    try:
+    with closing(Rig()) as r:
         yield r
-    finally:
-        r.close()
 
 
 def test_a_send_rearms_the_timer_only_when_the_next_sm_moved_earlier(rig: Rig) -> None:

@@ -426,10 +426,18 @@ class ReliableSourceSession(SourceSessionBase):
         assert destination is not None, "an LBT-RU datagram without a client address"
         try:
             self.sock.sendto(datagram, destination)
-        except (BlockingIOError, InterruptedError):
+        except OSError as exc:
+            self._write_failed(exc, destination, expected=False)
+
+    def _write_failed(self, exc: OSError, destination: Address, expected: bool) -> None:
+        """A datagram to ``destination`` did not go out.  ``expected``: an error a socket connected to
+        it reports when it went away (an ICMP error), logged at debug level only."""
+        if isinstance(exc, (BlockingIOError, InterruptedError)):
             # The socket buffer is full: the datagram is lost on the wire and NAKs repair it.
             self._stats["send_buffer_full"] += 1
-        except OSError as exc:
+        elif expected:
+            self.log.debug("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
+        else:
             self.log.warning("%s: sending to %s:%d failed: %s", self.label, *destination, exc)
 
     def _drain_backlog(self, now: int) -> None:

@@ -174,15 +174,13 @@ class RuSourceSession(ReliableSourceSession):
     # -- a socket of each client's own (see the module docstring) -----------------------------------------
     def _write(self, datagram: bytes, destination: Address | None) -> None:
         own = self._client_socks.get(destination) if destination is not None else None
-        if own is None:
+        if own is None or destination is None:
             super()._write(datagram, destination)
             return
         try:
             own.send(datagram)
-        except (BlockingIOError, InterruptedError):
-            self._stats["send_buffer_full"] += 1  # lost on the wire: NAKs repair it, as on the shared socket
         except OSError as exc:  # ECONNREFUSED: an ICMP error from a receiver that went away (it times out)
-            self.log.debug("%s: sending to %s:%d failed: %s", self.label, *own.getpeername(), exc)
+            self._write_failed(exc, destination, expected=True)
 
     def _session_events(self, events: Sequence[SourceEvent]) -> None:
         if CLIENT_SOCKETS:
@@ -418,7 +416,7 @@ class RuReceiving:
             except OSError as exc:  # e.g. ICMP port unreachable: a source went away
                 self.log.debug("LBT-RU: receive error: %s", exc)
                 continue
-            if not i:
+            if not drain:
                 drain = gate.drain(fd, now)  # before the datagram's callbacks can cause an answer
             if drop is not None and drop(data):
                 self.dgrams_dropped_test += 1
