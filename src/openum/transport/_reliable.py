@@ -71,6 +71,7 @@ __all__ = [
     "disconnect",
     "dissolve",
     "loss_hook_from_env",
+    "receive_buffer",
     "set_buffer",
 ]
 
@@ -155,8 +156,19 @@ class DrainGate:
         self._ended = self._now_ns()
 
 
+def receive_buffer() -> tuple[bytearray, memoryview]:
+    """The buffer an LBT-RM/RU receiving socket reads every datagram into, and a view of it to slice.
+
+    Reused for each datagram (``recv_into``: no 64 KB allocation per read, shrunk to the datagram):
+    nothing may keep a view of it past the datagram's handling.  The demultiplexer and the delivery
+    controller copy what they hold (fragments, messages waiting for a gap), and a message's payload is a
+    view only during its callback (``Message.retain()`` copies it), as with TCP's stream buffer."""
+    buf = bytearray(RECV_SIZE)
+    return buf, memoryview(buf)
+
+
 #: A test-only receive hook: ``drop(datagram) -> True`` drops it (counted as ``dgrams_dropped_test_hook``).
-DropHook = Callable[[bytes], bool]
+DropHook = Callable[[bytes | memoryview], bool]
 
 
 def loss_hook_from_env(environ: Any = os.environ) -> DropHook | None:
@@ -374,8 +386,7 @@ class ReliableSourceSession(SourceSessionBase):
             now = self._now()
             datagram = engine.send_direct(data, now)  # the common case, without records
             if datagram is not None:
-                for destination in engine.data_destinations():
-                    self._write(datagram, destination or self.destination)
+                self._write_data(datagram)
                 # Of the engine's deadlines only the next session message moved (to a minimum interval
                 # from now): nothing to do while the timer is armed for that or earlier.
                 due = engine.session_message_due
@@ -421,6 +432,11 @@ class ReliableSourceSession(SourceSessionBase):
     def _send(self, outgoing: Iterable[Outgoing]) -> None:
         for out in outgoing:
             self._write(out.data, out.destination or self.destination)
+
+    def _write_data(self, datagram: bytes) -> None:
+        """Write a datagram of :meth:`~openum.protocol.reliable.RmSource.send_direct` where it goes."""
+        for destination in self.engine.data_destinations():
+            self._write(datagram, destination or self.destination)
 
     def _write(self, datagram: bytes, destination: Address | None) -> None:
         assert destination is not None, "an LBT-RU datagram without a client address"

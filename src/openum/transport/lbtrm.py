@@ -54,13 +54,13 @@ from openum.transport._pool import bind_first_free, session_options, warn_first_
 from openum.transport._reliable import (
     CAN_DISCONNECT,
     MAX_DRAIN,
-    RECV_SIZE,
     DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
     dissolve,
     loss_hook_from_env,
+    receive_buffer,
     set_buffer,
 )
 from openum.wire.lbmr import LbtrmTransport
@@ -300,6 +300,7 @@ class RmReceiving:
         self._nak_sock: socket.socket | None = None
         self._drop = loss_hook_from_env()
         self._gate = DrainGate(loop.clock.now_ns)  # whether an event reads past its first datagrams
+        self._buf, self._view = receive_buffer()  # every datagram is read into it, then handled
         self.dgrams_dropped_unknown = 0
         self.dgrams_dropped_test = 0
 
@@ -358,6 +359,8 @@ class RmReceiving:
         gate = self._gate
         sock = group.sock
         only = group.only
+        buf = self._buf
+        view = self._view
         # Just connected: what was queued before came from anyone, so read with senders until none is left.
         settling = only is not None and not group.settled
         if settling:
@@ -368,10 +371,10 @@ class RmReceiving:
                 break
             try:
                 if only is not None:  # connected to the only source: no sender address to read
-                    data = sock.recv(RECV_SIZE)
+                    size = sock.recv_into(buf)
                     addr = only.sender
                 else:
-                    data, addr = sock.recvfrom(RECV_SIZE)
+                    size, addr = sock.recvfrom_into(buf)
             except (BlockingIOError, InterruptedError):
                 if settling:
                     group.settled = True
@@ -379,6 +382,7 @@ class RmReceiving:
             except OSError as exc:
                 self.log.debug("LBT-RM: receive error: %s", exc)
                 break
+            data = view[:size]
             if not drain:
                 drain = gate.drain(fd, now)  # before the datagram's callbacks can cause an answer
             if drop is not None and drop(data):
@@ -398,7 +402,7 @@ class RmReceiving:
             if group.fresh and addr == session.sender:
                 settling = self._connect(group, session)
                 drain = drain or settling
-            session.datagram(memoryview(data), addr, now)
+            session.datagram(data, addr, now)
         gate.ended()
 
     def _connect(self, group: _GroupSocket, session: RmReceiverSession) -> bool:

@@ -71,6 +71,7 @@ from openum.transport._reliable import (
     close_socket,
     dissolve,
     loss_hook_from_env,
+    receive_buffer,
     set_buffer,
 )
 from openum.wire.lbmr import LbtruTransport
@@ -155,6 +156,10 @@ class RuSourceSession(ReliableSourceSession):
         self.use_session_id = params.use_session_id
         # Each connected client's own socket (CLIENT_SOCKETS), by the client's address.
         self._client_socks: dict[Address, socket.socket] = {}
+        # Every connected client's own socket and address, when each has one, as of the engine's
+        # ``membership`` _writers_of: new datagrams go straight to them (lock held).
+        self._writers: list[tuple[socket.socket, Address]] = []
+        self._writers_of = -1
 
     def transport_info(self) -> LbtruTransport:
         """What topic resolution advertises for the session's sources."""
@@ -172,6 +177,16 @@ class RuSourceSession(ReliableSourceSession):
         return self.ru.close()  # an RST to every client ends their sessions (EOS)
 
     # -- a socket of each client's own (see the module docstring) -----------------------------------------
+    def _write_data(self, datagram: bytes) -> None:
+        if self._writers_of != self.ru.membership:  # clients came or went since: by address
+            super()._write_data(datagram)
+            return
+        for own, client in self._writers:
+            try:
+                own.send(datagram)
+            except OSError as exc:  # ECONNREFUSED: an ICMP error from a receiver that went away
+                self._write_failed(exc, client, expected=True)
+
     def _write(self, datagram: bytes, destination: Address | None) -> None:
         own = self._client_socks.get(destination) if destination is not None else None
         if own is None or destination is None:
@@ -189,7 +204,21 @@ class RuSourceSession(ReliableSourceSession):
                     self._open_client_socket(event.address)
                 elif isinstance(event, ReceiverDisconnected):
                     self._close_client_socket(event.address)
+            if events:
+                self._list_writers()
         super()._session_events(events)
+
+    def _list_writers(self) -> None:
+        """List the clients' own sockets for :meth:`_write_data`, if every connected client has one."""
+        with self.lock:
+            engine = self.ru
+            clients = engine.clients
+            socks = self._client_socks
+            if self.closed or not all(client in socks for client in clients):
+                self._writers_of = -1
+                return
+            self._writers = [(socks[client], client) for client in clients]
+            self._writers_of = engine.membership
 
     def _open_client_socket(self, client: Address) -> None:
         with self.lock:
@@ -214,6 +243,7 @@ class RuSourceSession(ReliableSourceSession):
         with self.lock:
             owns = list(self._client_socks.values())
             self._client_socks.clear()
+            self._writers, self._writers_of = [], -1
         for own in owns:
             close_socket(self.loop, own)
 
@@ -304,6 +334,7 @@ class RuReceiving:
         self._sessions: dict[Address, RuReceiverSession] = {}
         self._drop = loss_hook_from_env()
         self._gate = DrainGate(loop.clock.now_ns)  # whether an event reads past its first datagrams
+        self._buf, self._view = receive_buffer()  # every datagram is read into it, then handled
         # The session the socket is connected to (the only one), or None: reads name their sender.
         self._only: RuReceiverSession | None = None
         self._connected = False
@@ -400,6 +431,8 @@ class RuReceiving:
         sessions = self._sessions
         drop = self._drop
         gate = self._gate
+        buf = self._buf
+        view = self._view
         drain = False  # read on after the first datagram (DrainGate: a burst)
         for i in range(MAX_DRAIN):
             if i and not drain:
@@ -407,15 +440,16 @@ class RuReceiving:
             only = self._only
             try:
                 if only is not None:  # connected to the only source: no sender address to read
-                    data = sock.recv(RECV_SIZE)
+                    size = sock.recv_into(buf)
                     addr = only.source
                 else:
-                    data, addr = sock.recvfrom(RECV_SIZE)
+                    size, addr = sock.recvfrom_into(buf)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as exc:  # e.g. ICMP port unreachable: a source went away
                 self.log.debug("LBT-RU: receive error: %s", exc)
                 continue
+            data = view[:size]
             if not drain:
                 drain = gate.drain(fd, now)  # before the datagram's callbacks can cause an answer
             if drop is not None and drop(data):
@@ -426,7 +460,7 @@ class RuReceiving:
             if session is None:
                 self.dgrams_dropped_unknown += 1  # not a source this context has joined
                 continue
-            session.datagram(memoryview(data), addr, now)
+            session.datagram(data, addr, now)
         gate.ended()
 
     def send(self, outgoing: Sequence[Outgoing]) -> None:

@@ -23,14 +23,21 @@ from openum.wire._common import Buffer
 __all__ = [
     "NHDR_DATA",
     "RM_DATA",
+    "RM_FLAG_RX",
     "RU_DATA",
     "RU_DATA_SID",
     "RU_NHDR_SID",
     "TYPE_DATA",
+    "HeaderPack",
+    "HeaderTemplate",
     "rm_data_header_fast",
     "rm_header_packer",
+    "rm_header_template",
+    "rm_original_sqn",
     "ru_data_header_fast",
     "ru_header_packer",
+    "ru_header_template",
+    "ru_original_sqn",
 ]
 
 TYPE_DATA: Final = 0  # both protocols: version nibble 0 and type DATA in the first byte
@@ -47,22 +54,55 @@ RM_DATA: Final = struct.Struct(">BBHIIIBBH")
 
 _RU_SID_OPTION_LEN: Final = 8  # hdr_len of the SID option
 
+#: The words of an original LBT-RU DATA header openum writes that :func:`ru_original_sqn` checks: the first
+#: (ver_type, next_hdr, flags 0) and, with the SID option, the option's first (next_hdr, hdr_len, 0).
+_RU_FIRST_SID: Final = RU_NHDR_SID << 16
+_RU_FIRST_PLAIN: Final = NHDR_DATA << 16
+_RU_SID_OPTION_WORD: Final = (NHDR_DATA << 24) | (_RU_SID_OPTION_LEN << 16)
+#: ver_type+next_hdr+flags, sqn, (trail skipped), option word, session_id.
+_RU_SID_WORDS: Final = struct.Struct(">II4xII")
+#: ver_type+next_hdr+flags, sqn.
+_RU_PLAIN_WORDS: Final = struct.Struct(">II")
+#: LBT-RM: ver_type+next_hdr+ucast_port, session_id, sqn, (trail skipped), flags_fec_type+tgsz+fec_symbol.
+_RM_WORDS: Final = struct.Struct(">III4xI")
+#: LBT-RM's first word without the port: ver_type (DATA), next_hdr (no options).
+_RM_FIRST: Final = (TYPE_DATA << 24) | (NHDR_DATA << 16)
+#: LBT-RM's retransmission flag (in flags_fec_type).
+RM_FLAG_RX: Final = 0x20
+
+
+#: Packs a DATA header from its template: ``pack(prefix, sqn, trail_sqn, suffix)``.
+HeaderPack = Callable[[bytes, int, int, bytes], bytes]
+#: One session's DATA header for original data: ``(pack, prefix, suffix)``, where ``prefix`` and ``suffix``
+#: are the header's bytes before and after the two sequence numbers (sqn, trail_sqn, both u32), the only
+#: fields that change from datagram to datagram.  Packing two numbers and two byte strings costs less than
+#: packing every field again.
+HeaderTemplate = tuple[HeaderPack, bytes, bytes]
+
+
+def _template(prefix: bytes, suffix: bytes) -> HeaderTemplate:
+    return struct.Struct(f">{len(prefix)}sII{len(suffix)}s").pack, prefix, suffix
+
+
+def ru_header_template(session_id: int | None) -> HeaderTemplate:
+    """One LBT-RU session's header for original data, with the SID option or, for None, without options.
+    ``session_id`` must be checked by the caller (u32)."""
+    if session_id is None:
+        return _template(RU_DATA.pack(TYPE_DATA, NHDR_DATA, 0, 0, 0)[:4], b"")
+    header = RU_DATA_SID.pack(TYPE_DATA, RU_NHDR_SID, 0, 0, 0, NHDR_DATA, _RU_SID_OPTION_LEN, 0, session_id)
+    return _template(header[:4], header[12:])
+
 
 def ru_header_packer(session_id: int | None) -> Callable[[int, int], bytes]:
-    """``pack(sqn, trail_sqn)``: one LBT-RU session's header for original data, with the SID option or,
-    for None, without options.  ``session_id`` must be checked by the caller (u32)."""
-    if session_id is None:
-        pack_plain = RU_DATA.pack
+    """``pack(sqn, trail_sqn)``: :func:`ru_header_template` as one function."""
+    return _packer(ru_header_template(session_id))
 
-        def pack_header_plain(sqn: int, trail_sqn: int) -> bytes:
-            return pack_plain(TYPE_DATA, NHDR_DATA, 0, sqn, trail_sqn)
 
-        return pack_header_plain
-    sid: int = session_id
-    pack = RU_DATA_SID.pack
+def _packer(template: HeaderTemplate) -> Callable[[int, int], bytes]:
+    pack, prefix, suffix = template
 
     def pack_header(sqn: int, trail_sqn: int) -> bytes:
-        return pack(TYPE_DATA, RU_NHDR_SID, 0, sqn, trail_sqn, NHDR_DATA, _RU_SID_OPTION_LEN, 0, sid)
+        return pack(prefix, sqn, trail_sqn, suffix)
 
     return pack_header
 
@@ -87,15 +127,54 @@ def ru_data_header_fast(
     return None
 
 
+def ru_original_sqn(buf: Buffer, session_id: int | None) -> int:
+    """Hot path of reception: the sequence number of an original LBT-RU DATA datagram laid out as openum
+    writes them for session ``session_id`` (no flags; the SID option only, or no option for None), -1
+    for anything else (a retransmission, another layout or session, too short), which the general
+    decoder then reads.  The payload starts at the header's length (20 bytes, or 12 without the option).
+    Four of the header's words are read, not its nine fields."""
+    if session_id is None:
+        if len(buf) < RU_DATA.size:
+            return -1
+        first: int
+        sqn: int
+        first, sqn = _RU_PLAIN_WORDS.unpack_from(buf, 0)
+        return sqn if first == _RU_FIRST_PLAIN else -1
+    if len(buf) < RU_DATA_SID.size:
+        return -1
+    option: int
+    sid: int
+    first, sqn, option, sid = _RU_SID_WORDS.unpack_from(buf, 0)
+    if first == _RU_FIRST_SID and option == _RU_SID_OPTION_WORD and sid == session_id:
+        return sqn
+    return -1
+
+
+def rm_original_sqn(buf: Buffer, ucast_port: int, session_id: int) -> int:
+    """Hot path of reception: the sequence number of an original (not retransmitted) LBT-RM DATA datagram
+    without options of the session (``ucast_port``, ``session_id``), -1 for anything else (the general
+    decoder then reads it).  The payload starts at byte 20."""
+    if len(buf) < RM_DATA.size:
+        return -1
+    first: int
+    sid: int
+    sqn: int
+    last: int
+    first, sid, sqn, last = _RM_WORDS.unpack_from(buf, 0)
+    if first == _RM_FIRST | ucast_port and sid == session_id and not (last >> 24) & RM_FLAG_RX:
+        return sqn
+    return -1
+
+
+def rm_header_template(ucast_port: int, session_id: int, flags: int) -> HeaderTemplate:
+    """One LBT-RM session's 20-byte header (no options, no FEC); the caller checks the session's values."""
+    header = RM_DATA.pack(TYPE_DATA, NHDR_DATA, ucast_port, session_id, 0, 0, flags, 0, 0)
+    return _template(header[:8], header[16:])
+
+
 def rm_header_packer(ucast_port: int, session_id: int, flags: int) -> Callable[[int, int], bytes]:
-    """``pack(sqn, trail_sqn)``: one LBT-RM session's 20-byte header (no options, no FEC); the caller
-    checks the session's values."""
-    pack = RM_DATA.pack
-
-    def pack_header(sqn: int, trail_sqn: int) -> bytes:
-        return pack(TYPE_DATA, NHDR_DATA, ucast_port, session_id, sqn, trail_sqn, flags, 0, 0)
-
-    return pack_header
+    """``pack(sqn, trail_sqn)``: :func:`rm_header_template` as one function."""
+    return _packer(rm_header_template(ucast_port, session_id, flags))
 
 
 def rm_data_header_fast(

@@ -46,7 +46,14 @@ from typing import Final
 from openum.wire._common import Buffer, WireError, as_view
 from openum.wire._datapath import NHDR_DATA as _NHDR_DATA
 from openum.wire._datapath import RM_DATA as _DATA
-from openum.wire._datapath import TYPE_DATA, rm_data_header_fast, rm_header_packer
+from openum.wire._datapath import (
+    RM_FLAG_RX,
+    TYPE_DATA,
+    HeaderTemplate,
+    rm_data_header_fast,
+    rm_header_packer,
+    rm_header_template,
+)
 
 __all__ = [
     "BASE_HEADER_LEN",
@@ -73,6 +80,7 @@ __all__ = [
     "RmRecord",
     "RmSessionMessage",
     "data_header_packer",
+    "data_header_template",
     "decode",
     "decode_data_header",
     "encode",
@@ -99,7 +107,7 @@ TYPE_NCF: Final = 4
 
 FLAG_UCAST_NAKS: Final = 0x80  # receivers unicast their NAKs to the source (UM always does)
 FLAG_MCAST_NAKS: Final = 0x40
-FLAG_RX: Final = 0x20  # retransmission: Wireshark's sequence analysis keys on this bit alone
+FLAG_RX: Final = RM_FLAG_RX  # 0x20, retransmission: Wireshark's sequence analysis keys on this bit alone
 FLAG_LATE_JOIN: Final = 0x10
 _FLAGS_MASK: Final = 0xF0
 _FEC_TYPE_MASK: Final = 0x0F
@@ -472,6 +480,14 @@ def data_header_packer(
     _base_fields(ucast_port, session_id)
     _flags_fec(flags, 0, 0)
     return rm_header_packer(ucast_port, session_id, flags)
+
+
+def data_header_template(ucast_port: int, session_id: int, flags: int = FLAG_UCAST_NAKS) -> HeaderTemplate:
+    """Hot path: :func:`data_header_packer` as ``(pack, prefix, suffix)``, for a caller that keeps the
+    parts (one call per header instead of two): ``pack(prefix, sqn, trail_sqn, suffix)`` is the header."""
+    _base_fields(ucast_port, session_id)
+    _flags_fec(flags, 0, 0)
+    return rm_header_template(ucast_port, session_id, flags)
 
 
 # --- decoding ------------------------------------------------------------------------------------

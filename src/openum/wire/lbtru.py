@@ -53,7 +53,14 @@ from dataclasses import dataclass
 from typing import Final
 
 from openum.wire._common import Buffer, WireError, as_view
-from openum.wire._datapath import NHDR_DATA, TYPE_DATA, ru_data_header_fast, ru_header_packer
+from openum.wire._datapath import (
+    NHDR_DATA,
+    TYPE_DATA,
+    HeaderTemplate,
+    ru_data_header_fast,
+    ru_header_packer,
+    ru_header_template,
+)
 from openum.wire._datapath import RU_DATA as _DATA
 from openum.wire._datapath import RU_DATA_SID as _DATA_SID
 from openum.wire._datapath import RU_NHDR_SID as NHDR_SID
@@ -96,6 +103,7 @@ __all__ = [
     "RuSidOption",
     "RuUnknownOption",
     "data_header_packer",
+    "data_header_template",
     "decode",
     "decode_data_header",
     "encode",
@@ -564,6 +572,14 @@ def data_header_packer(session_id: int | None) -> Callable[[int, int], bytes]:
     if session_id is not None:
         _uint(session_id, 32, "session_id")
     return ru_header_packer(session_id)
+
+
+def data_header_template(session_id: int | None) -> HeaderTemplate:
+    """Hot path: :func:`data_header_packer` as ``(pack, prefix, suffix)``, for a caller that keeps the
+    parts (one call per header instead of two): ``pack(prefix, sqn, trail_sqn, suffix)`` is the header."""
+    if session_id is not None:
+        _uint(session_id, 32, "session_id")
+    return ru_header_template(session_id)
 
 
 def packet_type(buf: Buffer) -> int:

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openum._accel import COMPILED
+from openum.protocol.reliable import _window
 from openum.protocol.reliable._window import TransmissionWindow
 
 
@@ -111,7 +113,7 @@ def test_a_long_run_reuses_its_chunks() -> None:
     _check(window, model)
     chunk = 1 << window._shift
     assert len(window._chunks) * chunk <= (1 << 20) + 2 * chunk
-    assert 4096 < len(window._starts) <= 2 * len(model.entries)  # grew from 4,096 (the window / 256)
+    assert 4096 < len(window._index) <= 2 * len(model.entries)  # grew from 4,096 (the window / 256)
 
 
 def test_a_window_of_zero_bytes_keeps_only_the_newest_datagram() -> None:
@@ -140,3 +142,46 @@ def test_wire_sequence_numbers_map_into_the_window_across_the_wrap() -> None:
 def test_negative_sizes_are_refused() -> None:
     with pytest.raises(ValueError, match="must be >= 0"):
         TransmissionWindow(size_bytes=-1, limit_bytes=0, header_len=12)
+
+
+def test_zero_length_datagrams_are_kept_too() -> None:
+    """Empty datagrams (possible only with a header length of 0) at a chunk's start, inside and at its end."""
+    window = TransmissionWindow(size_bytes=200_000, limit_bytes=0, header_len=0)
+    model = Model(200_000, 0, 0, 0)
+    for length in [0, 0, 100, 0, 65_436, 0, 0, 30_000, 0, 65_536, 0, 1]:
+        sqn = model.make_room(length)
+        assert window.make_room(length) == sqn
+        window.append(_datagram(sqn, length))
+        model.append(_datagram(sqn, length))
+        _check(window, model)
+
+
+def test_a_plain_buffer_chunk_writes_in_order_and_refuses_to_overflow() -> None:
+    chunk = _window._BufferChunk(8)
+    assert chunk.write(b"abc") == 3
+    chunk.write(memoryview(b"defgh"))
+    assert chunk[0:8] == b"abcdefgh"
+    with pytest.raises(ValueError, match="out of range"):
+        chunk.write(b"x")
+    chunk.seek(2)
+    chunk.write(bytearray(b"XY"))
+    assert chunk[1:5] == b"bXYe"
+
+
+@pytest.mark.skipif(
+    COMPILED,
+    reason="the compiled module calls its own chunk factory: plain buffers are tested pure-Python",
+)
+def test_the_window_works_in_plain_buffers_where_no_mapping_can_be_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_window, "_new_chunk", _window._BufferChunk)
+    window = TransmissionWindow(size_bytes=150_000, limit_bytes=0, header_len=20)
+    model = Model(150_000, 0, 20, 0)
+    for sqn in range(3_000):
+        length = 40 + (sqn * 7919) % 3_000
+        assert window.make_room(length - 20) == model.make_room(length - 20)
+        window.append(_datagram(sqn, length))
+        model.append(_datagram(sqn, length))
+    _check(window, model)
+    assert all(isinstance(chunk, _window._BufferChunk) for chunk in window._chunks)

@@ -27,6 +27,7 @@ from openum.protocol.reliable._ratelimit import RateController, RateDecision
 from openum.protocol.reliable._repair import NcfEntry, RepairServer, SmTimer
 from openum.protocol.reliable._stats import Drops
 from openum.protocol.reliable._window import TransmissionWindow
+from openum.wire._datapath import HeaderTemplate
 
 __all__ = ["SourceBase"]
 
@@ -45,10 +46,13 @@ class SourceBase(abc.ABC):
         "_datagram_max_size",
         "_drops",
         "_header_len",
+        "_header_prefix",
+        "_header_suffix",
         "_lead_sent",
         "_msgs_sent",
         "_nak_pckts_rcved",
         "_ncf_pckts_sent",
+        "_pack_header",
         "_queued",
         "_rate",
         "_rctlr_data_msgs",
@@ -74,8 +78,10 @@ class SourceBase(abc.ABC):
         sm_minimum_interval_ms: int,
         sm_maximum_interval_ms: int,
         rate: RateController,
+        header: HeaderTemplate,
     ) -> None:
         self._header_len = header_len
+        self._pack_header, self._header_prefix, self._header_suffix = header
         self._datagram_max_size = datagram_max_size
         self._window = TransmissionWindow(
             size_bytes=window_size, limit_bytes=window_limit, header_len=header_len
@@ -100,9 +106,12 @@ class SourceBase(abc.ABC):
 
     # -- hooks for the concrete transports -----------------------------------------------------------
 
-    @abc.abstractmethod
     def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
         """The DATA datagram carrying ``payload`` as sequence number ``sqn``."""
+        header = self._pack_header(
+            self._header_prefix, sqn & SQN_MASK, self._window.trail & SQN_MASK, self._header_suffix
+        )
+        return header + payload
 
     def _copies(self) -> int:
         """Unicast copies of each new datagram (LBT-RU: the connected clients)."""

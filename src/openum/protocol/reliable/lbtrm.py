@@ -45,7 +45,7 @@ from openum.protocol.reliable._receiver import EMPTY_IN, EMPTY_OUT, ReceiverBase
 from openum.protocol.reliable._source import SourceBase
 from openum.protocol.reliable._stats import RmReceiverStatistics, RmSourceStatistics
 from openum.wire._common import WireError
-from openum.wire._datapath import rm_data_header_fast
+from openum.wire._datapath import rm_original_sqn
 from openum.wire.lbtrm import (
     DATA_HEADER_LEN,
     FLAG_RX,
@@ -58,7 +58,7 @@ from openum.wire.lbtrm import (
     RmNak,
     RmNcf,
     RmSessionMessage,
-    data_header_packer,
+    data_header_template,
     decode,
     decode_data_header,
     encode,
@@ -72,6 +72,8 @@ _NAK_LEN: Final = 12
 _NCF_LEN: Final = 16
 _FLAGS_OFFSET: Final = 16
 _TRAIL_OFFSET: Final = 12
+_PAYLOAD_OFFSET: Final = 20  # of original DATA: DATA_HEADER_LEN, as a literal the compiled code inlines
+assert _PAYLOAD_OFFSET == DATA_HEADER_LEN
 _ACTIVE: Final = SessionActive()
 
 
@@ -129,7 +131,7 @@ class RmReceiverParams:
 class RmSource(SourceBase):
     """The sending side of one LBT-RM transport session."""
 
-    __slots__ = ("_header", "_port", "_sid")
+    __slots__ = ("_port", "_sid")
 
     def __init__(
         self,
@@ -154,10 +156,10 @@ class RmSource(SourceBase):
             sm_minimum_interval_ms=params.sm_minimum_interval,
             sm_maximum_interval_ms=params.sm_maximum_interval,
             rate=rate,
+            header=data_header_template(nak_port, session_id),
         )
         self._sid = session_id
         self._port = nak_port
-        self._header = data_header_packer(nak_port, session_id)
         del now_ns  # nothing is sent before the first datagram (seed 8.11: "created but not started")
 
     @property
@@ -169,9 +171,6 @@ class RmSource(SourceBase):
         return self._port
 
     # -- wire ------------------------------------------------------------------------------------------
-
-    def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
-        return self._header(sqn & SQN_MASK, self._window.trail & SQN_MASK) + payload
 
     def _data_outgoing(self, datagram: bytes) -> tuple[Outgoing, ...]:
         return (new_record(Outgoing, (datagram, None)),)
@@ -287,16 +286,13 @@ class RmReceiver(ReceiverBase):
         return [Outgoing(encode(RmNak(self._port, self._sid, tuple(p))), self._source) for p in packets]
 
     def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
-        if self._ended or not self._heard or len(data) < DATA_HEADER_LEN or data[0] != TYPE_DATA:
+        if self._ended or not self._heard:
             return None
-        header = rm_data_header_fast(data)
-        if header is None:  # not a layout openum sends: the general path reads it
-            return None
-        port, sid, sqn, _trail, flags, offset = header
-        if sid != self._sid or port != self._port or flags & FLAG_RX or not self._det.in_order(sqn):
+        sqn = rm_original_sqn(data, self._port, self._sid)
+        if sqn < 0 or not self._det.in_order(sqn):  # anything else: the general path reads it
             return None
         self._take_in_order(len(data), now_ns)
-        return data[offset:]
+        return data[_PAYLOAD_OFFSET:]
 
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int

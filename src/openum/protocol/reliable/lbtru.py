@@ -49,7 +49,7 @@ from openum.protocol.reliable._receiver import EMPTY_IN, EMPTY_OUT, ReceiverBase
 from openum.protocol.reliable._source import SourceBase
 from openum.protocol.reliable._stats import Drops, RuReceiverStatistics, RuSourceStatistics
 from openum.wire._common import WireError
-from openum.wire._datapath import ru_data_header_fast
+from openum.wire._datapath import ru_original_sqn
 from openum.wire.lbtru import (
     DATA_HEADER_LEN,
     FLAG_RX,
@@ -69,7 +69,7 @@ from openum.wire.lbtru import (
     RuOption,
     RuRst,
     RuSessionMessage,
-    data_header_packer,
+    data_header_template,
     decode,
     decode_data_header,
     encode,
@@ -179,9 +179,9 @@ class RuSource(SourceBase):
         "_client_timeout",
         "_clients",
         "_creqs_rcved",
-        "_header",
         "_last_client_id",
         "_max_ncf",
+        "_membership",
         "_opts",
         "_rsts_sent",
         "_sid",
@@ -214,12 +214,13 @@ class RuSource(SourceBase):
             sm_minimum_interval_ms=params.sm_minimum_interval,
             sm_maximum_interval_ms=params.sm_maximum_interval,
             rate=rate,
+            header=data_header_template(session_id if self._use_sid else None),
         )
         self._sid = session_id
-        self._header = data_header_packer(session_id if self._use_sid else None)
         self._max_ncf = min(0xFFFF, (params.datagram_max_size - 12 - opt_len) // 4)
         self._client_timeout = params.client_activity_timeout * NS_PER_MS
         self._clients: dict[Address, _Client] = {}  # least recently heard first
+        self._membership = 0  # counts the clients' comings and goings
         self._last_client_id = 0
         self._creqs_rcved = 0
         self._acks_rcved = 0
@@ -236,10 +237,13 @@ class RuSource(SourceBase):
         """Addresses of the connected clients."""
         return tuple(self._clients)
 
-    # -- wire ------------------------------------------------------------------------------------------
+    @property
+    def membership(self) -> int:
+        """A number that changes whenever a client connects or goes (what :attr:`clients` holds, not
+        their order): a caller's view of the clients is current while it is unchanged."""
+        return self._membership
 
-    def _encode_data(self, sqn: int, payload: bytes | bytearray | memoryview) -> bytes:
-        return self._header(sqn & SQN_MASK, self._window.trail & SQN_MASK) + payload
+    # -- wire ------------------------------------------------------------------------------------------
 
     def _copies(self) -> int:
         return len(self._clients)
@@ -309,6 +313,7 @@ class RuSource(SourceBase):
             if client is None:
                 self._last_client_id += 1
                 client = _Client(sender, self._last_client_id, now_ns)
+                self._membership += 1
                 events.append(ReceiverConnected(sender, client.client_id))
             client.last_heard = now_ns
             clients[sender] = client  # re-inserted last: most recently heard
@@ -339,6 +344,7 @@ class RuSource(SourceBase):
             if now_ns < client.last_heard + self._client_timeout:
                 break
             del clients[client.address]
+            self._membership += 1
             self._repair.forget(client.address)
             self._timed_out += 1
             events.append(ReceiverDisconnected(client.address, client.client_id, "timeout"))
@@ -360,6 +366,7 @@ class RuSource(SourceBase):
         ]
         self._rsts_sent += len(out)
         self._clients.clear()
+        self._membership += 1
         self._release_rate()
         return out, events
 
@@ -406,11 +413,13 @@ class RuReceiver(ReceiverBase):
         "_attempts",
         "_client_id",
         "_connect_interval",
+        "_connected",
         "_creqs_sent",
         "_max_attempts",
         "_next_ack",
         "_next_creq",
         "_opts",
+        "_payload_offset",
         "_sid",
         "_source",
         "_state",
@@ -445,6 +454,8 @@ class RuReceiver(ReceiverBase):
         self._sid = session_id
         self._source = source
         self._state = RuReceiverState.CONNECTING
+        self._connected = False  # _state is CONNECTED
+        self._payload_offset = DATA_HEADER_LEN + _OPT_LEN * len(self._opts)  # of original DATA
         self._connect_interval = params.connect_interval * NS_PER_MS
         self._max_attempts = params.maximum_connect_attempts
         self._ack_interval = params.acknowledgement_interval * NS_PER_MS
@@ -466,6 +477,7 @@ class RuReceiver(ReceiverBase):
     def _step(self, what: str, now_ns: int) -> None:
         before = self._state
         self._state = _TRANSITIONS.get((before, what), _ENDED)
+        self._connected = self._state is _CONNECTED
         if self._state is _ENDED:
             self._ended = True
         elif before is _CONNECTING:  # just connected: keepalives start
@@ -475,23 +487,13 @@ class RuReceiver(ReceiverBase):
         return [Outgoing(encode(RuNak(tuple(p), options=self._opts)), self._source) for p in packets]
 
     def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
-        if (
-            self._ended
-            or not self._heard
-            or self._state is not _CONNECTED
-            or sender != self._source
-            or len(data) < DATA_HEADER_LEN
-            or data[0] != TYPE_DATA
-        ):
+        if self._ended or not self._heard or not self._connected or sender != self._source:
             return None
-        header = ru_data_header_fast(data)
-        if header is None:  # not a layout openum sends: the general path reads it
-            return None
-        flags, sqn, _trail, sid, offset = header
-        if sid != self._sid or flags & FLAG_RX or not self._det.in_order(sqn):
+        sqn = ru_original_sqn(data, self._sid)
+        if sqn < 0 or not self._det.in_order(sqn):  # anything else: the general path reads it
             return None
         self._take_in_order(len(data), now_ns)
-        return data[offset:]
+        return data[self._payload_offset :]
 
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int
