@@ -21,6 +21,7 @@ import openum
 from openum import MsgType, SendFlags, SourceEvent, SourceString, WouldBlock
 from openum.protocol.reliable import RmReceiverStatistics, RuReceiverStatistics
 from openum.transport._reliable import ReliableSourceStatistics, loss_hook_from_env
+from openum.transport.lbtrm import GROUP_SOCKETS
 from openum.transport.lbtru import CLIENT_SOCKETS
 from openum.wire.lbtrm import RmData
 from openum.wire.lbtrm import encode as rm_encode
@@ -588,6 +589,42 @@ def test_lbtru_source_serves_each_client_from_a_socket_of_its_own(contexts: Cont
     (second,) = owns.values()
     src.close()
     assert second.fileno() == -1 and not owns
+
+
+@pytest.mark.skipif(not GROUP_SOCKETS, reason="a socket connected to the group: Linux's SO_REUSEPORT")
+def test_lbtrm_source_sends_through_a_socket_connected_to_its_group(
+    contexts: Contexts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's multicast leaves through a socket bound to the session's address and connected to
+    the group; the receivers' NAKs still reach the session's socket (everything is repaired), and the
+    port stays taken for a plain bind.  Shut for writing, the group socket takes the session's data
+    with it (so the data went through it); it closes with the session."""
+    pub = contexts.new()
+    monkeypatch.setenv("OPENUM_TEST_DROP", "0.1:5")
+    sub = contexts.new()
+    rec = Recorder()
+    sub.create_receiver("reliable/group", rec)
+    src = pub.create_source("reliable/group", {"transport": "lbtrm"})
+    assert ready(sub, "lbtrm", SourceEvents())
+    session = src.session  # type: ignore[attr-defined]
+    own = session._group_sock
+    assert own is not None
+    assert own.getsockname() == session.sock.getsockname()
+    assert own.getpeername() == (session.group, session.dest_port)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other, pytest.raises(OSError, match="in use"):
+        other.bind(session.sock.getsockname())  # still taken for a pool looking for a free port
+    n = 500
+    for i in range(n):
+        src.send(i.to_bytes(8, "big"), SendFlags.FLUSH)
+    assert rec.wait_count(n), rec.count()
+    assert [g.counter for g in rec.of(DATA)] == list(range(n))
+    stats = sub.retrieve_transport_stats(rec.of(DATA)[0].source)
+    assert stats.naks_sent > 0 and stats.rxs_rcved > 0  # NAKs reached the session's socket
+    own.shutdown(socket.SHUT_WR)
+    src.send(b"lost", SendFlags.FLUSH)
+    assert stays_false(lambda: rec.count() > n, 0.5)
+    src.close()
+    assert own.fileno() == -1 and session._group_sock is None
 
 
 def test_the_test_loss_hook_refuses_bad_values() -> None:

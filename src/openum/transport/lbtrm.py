@@ -34,6 +34,7 @@ import ipaddress
 import random
 import socket
 import struct
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -87,6 +88,35 @@ def _multicast_sender(interface: str, ttl: int) -> socket.socket:
     return sock
 
 
+#: Whether a source session sends through a socket connected to its group (see :func:`group_socket`):
+#: Linux's SO_REUSEPORT, whose connected members take only their peer's datagrams.
+GROUP_SOCKETS: Final = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def group_socket(shared: socket.socket, destination: Address, interface: str, ttl: int) -> socket.socket:
+    """A socket next to the session's ``shared`` one (the same address and port: SO_REUSEPORT, set on
+    both) connected to the group ``destination``, through which the session's multicast leaves.
+
+    A ``sendto`` the group looks its route up on every datagram, and a group with a member on this host
+    has an uncached route: the kernel allocated one per datagram and freed them in batches later (at the
+    tick, where they lengthened round trips).  A connected socket keeps its route.  Nothing is read from
+    it: no datagram comes from a group address, so the receivers' NAKs still arrive at ``shared``."""
+    shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own = _multicast_sender(interface, ttl)
+    try:
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        # Linux reports twice the size set: the shared socket's send buffer, as configured.
+        own.setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, shared.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
+        )
+        own.bind(shared.getsockname())
+        own.connect(destination)
+    except OSError:
+        own.close()
+        raise
+    return own
+
+
 class RmSourceSession(ReliableSourceSession):
     """One LBT-RM transport session of a source context: a multicast group and a NAK port."""
 
@@ -118,7 +148,41 @@ class RmSourceSession(ReliableSourceSession):
         self.group = group
         self.dest_port = dest_port
         self.session_id = session_id
-        self.destination = (group, dest_port)
+        self.destination = self._group_address = (group, dest_port)
+        # The socket connected to the group (GROUP_SOCKETS), or None: sendto from the session's socket.
+        self._group_sock: socket.socket | None = None
+
+    def open_group_socket(self, interface: str, ttl: int) -> None:
+        """Send through a socket connected to the group from now on, where it can be opened."""
+        if not GROUP_SOCKETS:
+            return
+        try:
+            own = group_socket(self.sock, self._group_address, interface, ttl)
+        except OSError as exc:  # the session's socket serves
+            self.log.debug("%s: no socket connected to the group: %s", self.label, exc)
+            return
+        with self.lock:
+            self._group_sock = own
+
+    def _write_data(self, datagram: bytes) -> None:
+        self._write(datagram, None)
+
+    def _write(self, datagram: bytes, destination: Address | None) -> None:
+        own = self._group_sock
+        if own is None or (destination is not None and destination != self._group_address):
+            super()._write(datagram, destination)
+            return
+        try:
+            own.send(datagram)
+        except OSError as exc:
+            self._write_failed(exc, self._group_address, expected=False)
+
+    def close(self) -> None:
+        super().close()
+        with self.lock:
+            own, self._group_sock = self._group_sock, None
+        if own is not None:
+            own.close()
 
     @property
     def label(self) -> str:
@@ -224,6 +288,7 @@ class RmSessionPool:
             f"LBT-RM transport on {self.interface}",
             "transport_lbtrm_source_port_low/high",
         )
+        session.open_group_socket(self.interface, self.ttl)
         session.start()
         self.log.debug("%s activated (session id %08x)", session.label, session.session_id)
         return session
