@@ -59,14 +59,18 @@ _RU_SID_OPTION_LEN: Final = 8  # hdr_len of the SID option
 _RU_FIRST_SID: Final = RU_NHDR_SID << 16
 _RU_FIRST_PLAIN: Final = NHDR_DATA << 16
 _RU_SID_OPTION_WORD: Final = (NHDR_DATA << 24) | (_RU_SID_OPTION_LEN << 16)
-#: ver_type+next_hdr+flags, sqn, (trail skipped), option word, session_id.
-_RU_SID_WORDS: Final = struct.Struct(">II4xII")
-#: ver_type+next_hdr+flags, sqn.
-_RU_PLAIN_WORDS: Final = struct.Struct(">II")
-#: LBT-RM: ver_type+next_hdr+ucast_port, session_id, sqn, (trail skipped), flags_fec_type+tgsz+fec_symbol.
-_RM_WORDS: Final = struct.Struct(">III4xI")
+#: Two 64-bit words of an LBT-RU DATA header with the SID option: ver_type+next_hdr+flags+sqn, (trail
+#: skipped), option word+session_id; in what openum sends both are below 2**62, which compiled code keeps
+#: unboxed.
+_RU_SID_WORDS: Final = struct.Struct(">Q4xQ").unpack_from
+#: ver_type+next_hdr+flags+sqn without options.
+_RU_PLAIN_WORD: Final = struct.Struct(">Q").unpack_from
+#: LBT-RM: ver_type+next_hdr+ucast_port+session_id, sqn, (trail skipped), flags_fec_type+tgsz+fec_symbol.
+_RM_WORDS: Final = struct.Struct(">QI4xI").unpack_from
 #: LBT-RM's first word without the port: ver_type (DATA), next_hdr (no options).
 _RM_FIRST: Final = (TYPE_DATA << 24) | (NHDR_DATA << 16)
+#: The low 32 bits: a sequence number.
+_SQN_BITS: Final = 0xFFFFFFFF
 #: LBT-RM's retransmission flag (in flags_fec_type).
 RM_FLAG_RX: Final = 0x20
 
@@ -136,17 +140,14 @@ def ru_original_sqn(buf: Buffer, session_id: int | None) -> int:
     if session_id is None:
         if len(buf) < RU_DATA.size:
             return -1
-        first: int
-        sqn: int
-        first, sqn = _RU_PLAIN_WORDS.unpack_from(buf, 0)
-        return sqn if first == _RU_FIRST_PLAIN else -1
+        head: int = _RU_PLAIN_WORD(buf, 0)[0]
+        return head & _SQN_BITS if head >> 32 == _RU_FIRST_PLAIN else -1
     if len(buf) < RU_DATA_SID.size:
         return -1
-    option: int
-    sid: int
-    first, sqn, option, sid = _RU_SID_WORDS.unpack_from(buf, 0)
-    if first == _RU_FIRST_SID and option == _RU_SID_OPTION_WORD and sid == session_id:
-        return sqn
+    tail: int
+    head, tail = _RU_SID_WORDS(buf, 0)
+    if head >> 32 == _RU_FIRST_SID and tail == (_RU_SID_OPTION_WORD << 32) | session_id:
+        return head & _SQN_BITS
     return -1
 
 
@@ -156,12 +157,11 @@ def rm_original_sqn(buf: Buffer, ucast_port: int, session_id: int) -> int:
     decoder then reads it).  The payload starts at byte 20."""
     if len(buf) < RM_DATA.size:
         return -1
-    first: int
-    sid: int
+    head: int
     sqn: int
     last: int
-    first, sid, sqn, last = _RM_WORDS.unpack_from(buf, 0)
-    if first == _RM_FIRST | ucast_port and sid == session_id and not (last >> 24) & RM_FLAG_RX:
+    head, sqn, last = _RM_WORDS(buf, 0)
+    if head == ((_RM_FIRST | ucast_port) << 32) | session_id and not (last >> 24) & RM_FLAG_RX:
         return sqn
     return -1
 
