@@ -165,11 +165,11 @@ class RmSourceSession(ReliableSourceSession):
             self._group_sock = own
 
     def _write_data(self, datagram: bytes) -> None:
-        self._write(datagram, None)
+        self._write(datagram, self._group_address)
 
     def _write(self, datagram: bytes, destination: Address | None) -> None:
         own = self._group_sock
-        if own is None or (destination is not None and destination != self._group_address):
+        if own is None or destination != self._group_address:
             super()._write(datagram, destination)
             return
         try:
