@@ -209,13 +209,17 @@ def test_a_corrupt_stream_is_dropped_like_the_decoder_rejects_it(
 
 
 @settings(max_examples=150, deadline=None)
-@given(messages=streams, flags=st.sampled_from([0, 0x8]))
+@given(messages=streams, flags=st.sampled_from([0, 0x8]), header=st.binary(max_size=24))
 def test_a_datagram_of_many_messages_is_dispatched_like_each_message_alone(
-    messages: list[bytes], flags: int
+    messages: list[bytes], flags: int, header: bytes
 ) -> None:
-    """``dispatch`` (UDP datagrams) takes plain data messages inline; the record path is the reference."""
+    """``dispatch`` (UDP datagrams) takes plain data messages inline; the record path is the reference.
+    From a start offset (a transport header before the messages) it delivers the same."""
     (demux_whole, whole), (demux_alone, alone) = _recording_demux(), _recording_demux()
+    demux_after, after = _recording_demux()
     assert demux_whole.dispatch(memoryview(b"".join(messages)), 7, flags)
+    assert demux_after.dispatch(memoryview(header + b"".join(messages)), 7, flags, len(header))
+    assert after == whole
     for message in messages:
         assert demux_alone.dispatch(memoryview(message), 7, flags)
         fast = decode_data_fast(memoryview(message))

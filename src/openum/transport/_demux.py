@@ -105,10 +105,10 @@ class LbmcDemux:
         self.tsnis_rcved = 0
         self.msgs_malformed = 0
 
-    def dispatch(self, view: memoryview, now_ns: int, flags: int = 0) -> bool:
-        """Deliver every message in ``view``; False (and counted) when one is malformed."""
+    def dispatch(self, view: memoryview, now_ns: int, flags: int = 0, start: int = 0) -> bool:
+        """Deliver every message in ``view`` from ``start`` on; False (and counted) when one is malformed."""
         topics = self.topics
-        offset = 0
+        offset = start
         end = len(view)
         while offset < end:
             # Plain data messages (wire lbmc §2.1, no extension headers) inline, as decode_data_fast

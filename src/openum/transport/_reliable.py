@@ -581,11 +581,11 @@ class ReliableReceiverSession:
         self.timer.reschedule()
 
     def datagram(self, data: memoryview, sender: Address, now: int) -> None:
-        payload = self.engine.data_in_order(data, sender, now)
-        if payload is not None:
+        start = self.engine.data_in_order(data, sender, now)
+        if start >= 0:
             # The next datagram, nothing missing: nothing to send, no event, and no engine deadline
             # moved earlier, so the timer (always armed while the session lives) stands.
-            self.demux.dispatch(payload, now, 0)
+            self.demux.dispatch(data, now, 0, start)
             return
         received, outgoing, events = self.engine.datagram_received(data, sender, now)
         if outgoing:

@@ -98,13 +98,14 @@ class ReceiverBase(abc.ABC):
         """The transport's NAK datagrams for ``packets`` (lists of wire sqns, one list per NAK)."""
 
     @abc.abstractmethod
-    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> int:
         """Hot path of ``datagram_received`` for its common case: an original (not retransmitted) DATA
         datagram of this active session that is the next one expected, with nothing missing.  Such a
-        datagram is counted and taken exactly as ``datagram_received`` takes it, and its LBMC payload (a
-        slice of ``data``) is returned: nothing to send, no event, and no deadline moved earlier (the
-        activity timeout moves later), so a caller's timer armed for :meth:`next_deadline` stands.
-        Anything else: ``None`` with nothing changed; call ``datagram_received``."""
+        datagram is counted and taken exactly as ``datagram_received`` takes it, and where its LBMC
+        payload starts in ``data`` is returned (the caller slices it, or reads from there): nothing to
+        send, no event, and no deadline moved earlier (the activity timeout moves later), so a caller's
+        timer armed for :meth:`next_deadline` stands.  Anything else: -1 with nothing changed; call
+        ``datagram_received``."""
 
     def _take_in_order(self, nbytes: int, now_ns: int) -> None:
         """What taking an in-order datagram does besides the loss detector's part: counters, activity."""

@@ -285,14 +285,14 @@ class RmReceiver(ReceiverBase):
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
         return [Outgoing(encode(RmNak(self._port, self._sid, tuple(p))), self._source) for p in packets]
 
-    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> int:
         if self._ended or not self._heard:
-            return None
+            return -1
         sqn = rm_original_sqn(data, self._port, self._sid)
         if sqn < 0 or not self._det.in_order(sqn):  # anything else: the general path reads it
-            return None
+            return -1
         self._take_in_order(len(data), now_ns)
-        return data[_PAYLOAD_OFFSET:]
+        return _PAYLOAD_OFFSET
 
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int

@@ -486,14 +486,14 @@ class RuReceiver(ReceiverBase):
     def _naks(self, packets: list[list[int]]) -> list[Outgoing]:
         return [Outgoing(encode(RuNak(tuple(p), options=self._opts)), self._source) for p in packets]
 
-    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> memoryview | None:
+    def data_in_order(self, data: memoryview, sender: Address, now_ns: int) -> int:
         if self._ended or not self._heard or not self._connected or sender != self._source:
-            return None
+            return -1
         sqn = ru_original_sqn(data, self._sid)
         if sqn < 0 or not self._det.in_order(sqn):  # anything else: the general path reads it
-            return None
+            return -1
         self._take_in_order(len(data), now_ns)
-        return data[self._payload_offset :]
+        return self._payload_offset
 
     def datagram_received(
         self, data: bytes | memoryview, sender: Address, now_ns: int
