@@ -165,7 +165,14 @@ class RmSourceSession(ReliableSourceSession):
             self._group_sock = own
 
     def _write_data(self, datagram: bytes) -> None:
-        self._write(datagram, self._group_address)
+        own = self._group_sock
+        if own is None:
+            super()._write(datagram, self._group_address)
+            return
+        try:
+            own.send(datagram)
+        except OSError as exc:
+            self._write_failed(exc, self._group_address, expected=False)
 
     def _write(self, datagram: bytes, destination: Address | None) -> None:
         own = self._group_sock
