@@ -176,14 +176,10 @@ class RmSourceSession(ReliableSourceSession):
             self._write_failed(exc, self._group_address, expected=False)
 
     def _write(self, datagram: bytes, destination: Address | None) -> None:
-        own = self._group_sock
-        if own is None or destination != self._group_address:
+        if destination == self._group_address:
+            self._write_data(datagram)  # through the group socket, where there is one
+        else:
             super()._write(datagram, destination)
-            return
-        try:
-            own.send(datagram)
-        except OSError as exc:
-            self._write_failed(exc, self._group_address, expected=False)
 
     def close(self) -> None:
         super().close()

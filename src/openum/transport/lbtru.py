@@ -156,8 +156,9 @@ class RuSourceSession(ReliableSourceSession):
         self.use_session_id = params.use_session_id
         # Each connected client's own socket (CLIENT_SOCKETS), by the client's address.
         self._client_socks: dict[Address, socket.socket] = {}
-        # Every connected client's own socket and address, when each has one, as of the engine's
-        # ``membership`` _writers_of: new datagrams go straight to them (lock held).
+        # Every connected client's own socket and address, when each client has one; listed when the
+        # engine's ``membership`` was _writers_of (-1: not listed).  New datagrams go straight to them
+        # while it still is (lock held).
         self._writers: list[tuple[socket.socket, Address]] = []
         self._writers_of = -1
 
