@@ -61,12 +61,14 @@ __all__ = [
     "CAN_DISCONNECT",
     "MAX_DRAIN",
     "RECV_SIZE",
+    "SIBLING_SOCKETS",
     "DrainGate",
     "DropHook",
     "ReliableReceiverSession",
     "ReliableSourceSession",
     "ReliableSourceStatistics",
     "close_socket",
+    "connected_sibling",
     "datagram_pending",
     "disconnect",
     "dissolve",
@@ -154,6 +156,34 @@ class DrainGate:
     def ended(self) -> None:
         """The current event is over (every datagram it read was handled)."""
         self._ended = self._now_ns()
+
+
+#: Whether a session's socket can have connected siblings (:func:`connected_sibling`): Linux's
+#: SO_REUSEPORT, whose connected members take only their peer's datagrams.
+SIBLING_SOCKETS: Final = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def connected_sibling(shared: socket.socket, own: socket.socket, peer: Address) -> socket.socket:
+    """``own`` (a new UDP socket, options set) bound next to a session's ``shared`` socket, to the same
+    address and port (SO_REUSEPORT, set on both; only sockets of the same user may join), with the shared
+    socket's send buffer, non-blocking, and connected to ``peer``; closed and the error raised if any step
+    fails.  Datagrams sent on it leave from the session's address and port without ``sendto``'s conversion
+    of the destination per datagram.  The shared socket gets SO_REUSEPORT only here, after it was bound: a
+    pool looking for a free port binds without it, so it still finds the port taken."""
+    try:
+        shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        # Linux reports twice the size set: the shared socket's send buffer, as configured.
+        own.setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, shared.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
+        )
+        own.bind(shared.getsockname())
+        own.connect(peer)
+        own.setblocking(False)
+    except OSError:
+        own.close()
+        raise
+    return own
 
 
 def receive_buffer() -> tuple[bytearray, memoryview]:

@@ -34,7 +34,6 @@ import ipaddress
 import random
 import socket
 import struct
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -55,10 +54,12 @@ from openum.transport._pool import bind_first_free, session_options, warn_first_
 from openum.transport._reliable import (
     CAN_DISCONNECT,
     MAX_DRAIN,
+    SIBLING_SOCKETS,
     DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
+    connected_sibling,
     dissolve,
     loss_hook_from_env,
     receive_buffer,
@@ -90,32 +91,19 @@ def _multicast_sender(interface: str, ttl: int) -> socket.socket:
 
 #: Whether a source session sends through a socket connected to its group (see :func:`group_socket`):
 #: Linux's SO_REUSEPORT, whose connected members take only their peer's datagrams.
-GROUP_SOCKETS: Final = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+GROUP_SOCKETS: Final = SIBLING_SOCKETS
 
 
 def group_socket(shared: socket.socket, destination: Address, interface: str, ttl: int) -> socket.socket:
-    """A socket next to the session's ``shared`` one (the same address and port: SO_REUSEPORT, set on
-    both) connected to the group ``destination``, through which the session's multicast leaves.
+    """A socket next to the session's ``shared`` one (:func:`connected_sibling`) connected to the group
+    ``destination``, through which the session's multicast leaves.
 
     A ``send`` on it skips what ``sendto`` does per datagram before the kernel sees it: the destination
     given as a (host, port) pair converted to a socket address (1.7 k of the 15 k instructions of a send,
     counted with callgrind).  The kernel still routes each multicast datagram (it does not use a
     connected socket's route for a multicast destination).  Nothing is read from it: no datagram comes
     from a group address, so the receivers' NAKs still arrive at ``shared``."""
-    shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    own = _multicast_sender(interface, ttl)
-    try:
-        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        # Linux reports twice the size set: the shared socket's send buffer, as configured.
-        own.setsockopt(
-            socket.SOL_SOCKET, socket.SO_SNDBUF, shared.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
-        )
-        own.bind(shared.getsockname())
-        own.connect(destination)
-    except OSError:
-        own.close()
-        raise
-    return own
+    return connected_sibling(shared, _multicast_sender(interface, ttl), destination)
 
 
 class RmSourceSession(ReliableSourceSession):

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import random
 import socket
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -65,10 +64,12 @@ from openum.transport._reliable import (
     CAN_DISCONNECT,
     MAX_DRAIN,
     RECV_SIZE,
+    SIBLING_SOCKETS,
     DrainGate,
     ReliableReceiverSession,
     ReliableSourceSession,
     close_socket,
+    connected_sibling,
     dissolve,
     loss_hook_from_env,
     receive_buffer,
@@ -101,34 +102,15 @@ def _udp_socket(interface: str, port: int) -> socket.socket:
 
 #: Whether each client of a source session gets a socket of its own (see the module docstring): Linux's
 #: SO_REUSEPORT, whose connected members take only their peer's datagrams.
-CLIENT_SOCKETS: Final = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+CLIENT_SOCKETS: Final = SIBLING_SOCKETS
 
 
 def client_socket(shared: socket.socket, client: Address) -> socket.socket:
-    """A socket of ``client``'s own next to the session's ``shared`` one: bound to the same address and
-    port (SO_REUSEPORT, set on both; only sockets of the same user may join), connected to the client.
-
-    Datagrams sent on it leave from the session's address and port, as from the shared socket, without
-    the per-datagram address parsing and route lookup of ``sendto``.  The kernel delivers the client's
-    datagrams (CREQs, ACKs, NAKs) to it, everyone else's to the shared socket, which must stay unconnected.
-    The shared socket gets SO_REUSEPORT only here, after it was bound: a pool looking for a free port
-    binds without it, so it still finds the port taken.
-    """
-    shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    own = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        # Linux reports twice the size set: the shared socket's send buffer, as configured.
-        own.setsockopt(
-            socket.SOL_SOCKET, socket.SO_SNDBUF, shared.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) // 2
-        )
-        own.bind(shared.getsockname())
-        own.connect(client)
-        own.setblocking(False)
-    except OSError:
-        own.close()
-        raise
-    return own
+    """A socket of ``client``'s own next to the session's ``shared`` one (:func:`connected_sibling`):
+    datagrams sent on it leave from the session's address and port, as from the shared socket, without
+    ``sendto``'s address conversion and route lookup.  The kernel delivers the client's datagrams (CREQs,
+    ACKs, NAKs) to it, everyone else's to the shared socket, which must stay unconnected."""
+    return connected_sibling(shared, socket.socket(socket.AF_INET, socket.SOCK_DGRAM), client)
 
 
 class RuSourceSession(ReliableSourceSession):
