@@ -47,6 +47,8 @@ def test_a_tiny_bench_run_reports_every_system_with_ratios(tmp_path: Path) -> No
         "20000",
         "--repeat",
         "1",
+        "--latency-repeat",
+        "1",
         "--sizes",
         "64",
         "--no-memory",
@@ -136,6 +138,71 @@ def test_bench_rejects_an_unknown_transport_or_peer() -> None:
         done = run_bench(*args, timeout=60)
         assert done.returncode == 2, done.stderr
         assert "unknown" in done.stderr
+
+
+def test_a_round_trip_run_slow_throughout_is_named_in_the_report() -> None:
+    # Five round-trip runs of one system; the fourth ran at another speed from its first round trip
+    # (its minimum 1.7 x the others'): named, and still in the medians.
+    from openum.cli._bench._report import markdown
+
+    bench = Bench(
+        Settings(transports=["tcp"], peers=[], benchmarks=["latency"], latency_repeat=5),
+        ("tcp",),
+        lambda _: None,
+    )
+    try:
+        system = bench.openum[0]
+        for k, low in enumerate((16.0, 15.5, 16.2, 27.4, 16.4)):
+            run = Run("latency", system, 64, k, ok=True)
+            run.extra["busy"] = False
+            run.result = {
+                "count": 100,
+                "rtt_us": {
+                    "min": low,
+                    "p50": low + 2,
+                    "p90": low + 4,
+                    "p99": low + 30,
+                    "p999": low + 90,
+                    "max": low + 900,
+                },
+            }
+            bench.runs.append(run)
+        summary = bench.summary()
+        assert summary["latency_slow_runs"] == [
+            {
+                "system": "openum",
+                "transport": "tcp",
+                "busy": False,
+                "repeat": 3,
+                "min": 27.4,
+                "p50": 29.4,
+                "p99": 57.4,
+                "median_min": 16.2,
+            }
+        ]
+        row = summary["rows"][0]
+        assert row["rtt_us"]["p50"] == 18.2  # the median of all five, the slow run included
+        doc = {
+            "machine": bench.machine(),
+            "settings": {**vars(bench.s)},
+            "summary": summary,
+            "targets": bench.targets(summary),
+            "runs": [r.as_dict() for r in bench.runs],
+            "not_available": [],
+            "missing_peers": {},
+            "notes": [],
+            "total_seconds": 1.0,
+        }
+        report = markdown(doc)
+        assert "Medians of 3 throughput and 5 round-trip runs" in report
+        assert "Round-trip runs slow throughout" in report
+        assert "openum tcp #4 (min 27.4 us against 16.2, p50 29.4, p99 57.4)" in report
+
+        # Fewer than three runs: no median to stand out from, nothing named.
+        del bench.runs[2:]
+        assert bench.summary()["latency_slow_runs"] == []
+    finally:
+        Path(bench.tmp).rmdir()
 
 
 def _rate_search(cap: float, loses_above: float, steps: int = 8) -> dict[str, Any]:

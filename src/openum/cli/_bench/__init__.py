@@ -60,7 +60,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--count", type=positive, default=1_000_000, help="messages per throughput run (default 1000000)"
     )
     p.add_argument("--size", type=_size, default=64, help="payload bytes for throughput and latency (64)")
-    p.add_argument("--repeat", type=positive, default=3, help="runs of each system; medians (default 3)")
+    p.add_argument(
+        "--repeat", type=positive, default=3, help="throughput runs of each system; medians (default 3)"
+    )
+    p.add_argument(
+        "--latency-repeat",
+        type=positive,
+        default=5,
+        help="round-trip runs of each system; medians (default 5: a ping/pong pair's speed depends on "
+        "where both processes' code was loaded, different at every start; see docs/performance.md)",
+    )
     p.add_argument("--pings", type=positive, default=10_000, help="measured round trips per run (10000)")
     p.add_argument("--warmup", type=non_negative, default=1000, help="discarded round trips (1000)")
     p.add_argument(
@@ -196,6 +205,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         count=args.count,
         size=args.size,
         repeat=args.repeat,
+        latency_repeat=args.latency_repeat,
         pings=args.pings,
         warmup=args.warmup,
         busy=args.busy,

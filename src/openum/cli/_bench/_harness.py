@@ -248,6 +248,7 @@ class Settings:
     count: int = 1_000_000
     size: int = 64
     repeat: int = 3
+    latency_repeat: int = 5
     pings: int = 10_000
     warmup: int = 1000
     busy: bool = False
@@ -590,7 +591,7 @@ class Bench:
             if "latency" in s.benchmarks:
                 modes = [False, True] if s.busy else [False]
                 for busy in modes:
-                    for k in range(s.repeat):
+                    for k in range(s.latency_repeat):
                         for system in self.systems:
                             r = self.latency(system, k, busy)
                             rtt = r.result.get("rtt_us", {})
@@ -722,6 +723,7 @@ class Bench:
         }
         thr = {x: _median([r.result["msgs_per_sec"] for r in lossless[x]]) for x in self.systems}
         lat: dict[tuple[System, bool], dict[str, float | None]] = {}
+        slow_runs: list[dict[str, Any]] = []
         for x in self.systems:
             for busy in (False, True):
                 runs = [
@@ -733,6 +735,7 @@ class Bench:
                     key: _median([r.result["rtt_us"][key] for r in runs])
                     for key in ("min", "p50", "p90", "p99", "p999", "max")
                 }
+                slow_runs += _slow_throughout(runs, lat[(x, busy)]["min"])
         ref = System(*REFERENCE)
         ipc_ref = System(*IPC_REFERENCE)
         for x in self.systems:
@@ -820,6 +823,7 @@ class Bench:
         ]
         return {
             "rows": rows,
+            "latency_slow_runs": slow_runs,
             "unthrottled": unthrottled,
             "sweep": sweep,
             "max_rate": self.rate_results,
@@ -980,6 +984,35 @@ def _mem_total_mb() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+# A round-trip run whose fastest round trip is this much slower than the median run's fastest was slow
+# throughout: not a tail, a different speed for the whole run (docs/performance.md: where the OS loaded
+# both processes' code).
+SLOW_THROUGHOUT = 1.3
+
+
+def _slow_throughout(runs: list[Run], median_min: float | None) -> list[dict[str, Any]]:
+    """The latency runs among ``runs`` that were slow from their first round trip to their last."""
+    if median_min is None or len(runs) < 3:
+        return []
+    out: list[dict[str, Any]] = []
+    for r in runs:
+        rtt = r.result["rtt_us"]
+        if rtt["min"] > SLOW_THROUGHOUT * median_min:
+            out.append(
+                {
+                    "system": r.system.name,
+                    "transport": r.system.transport,
+                    "busy": r.extra["busy"],
+                    "repeat": r.repeat,
+                    "min": rtt["min"],
+                    "p50": rtt["p50"],
+                    "p99": rtt["p99"],
+                    "median_min": median_min,
+                }
+            )
+    return out
 
 
 def _median(values: list[float]) -> float | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from openum.cli._bench._harness import SLOW_THROUGHOUT
+
 __all__ = ["markdown"]
 
 
@@ -45,7 +47,8 @@ def markdown(doc: dict[str, Any]) -> str:
         f"processes, every message checked in order at the receiver, msgs/s at the receiver. Latency: "
         f"{s['pings']:,} round trips after {s['warmup']:,} warm-up ones, ping and pong "
         + ("on one CPU" if s["latency_cpus"] == "same" else "on any CPU")
-        + f". Medians of {s['repeat']} runs, systems alternating."
+        + f". Medians of {s['repeat']} throughput and {s.get('latency_repeat', s['repeat'])} round-trip "
+        "runs, systems alternating."
     )
     add("")
     add(f"## Throughput and round-trip latency ({s['size']} B)")
@@ -65,6 +68,21 @@ def markdown(doc: dict[str, Any]) -> str:
             f"| {_num(row['msgs_per_sec'])} | {_x(row['throughput_ratio_pyzmq_tcp'])} "
             f"| {_num(rtt.get('p50'), 1)} | {_num(rtt.get('p99'), 1)} | {_num(rtt.get('p999'), 1)} "
             f"| {_x(row['rtt_p50_ratio'])} | {_x(row['rtt_p99_ratio'])} |"
+        )
+    slow = summary.get("latency_slow_runs") or []
+    if slow:
+        add("")
+        add(
+            f"Round-trip runs slow throughout (fastest round trip over {SLOW_THROUGHOUT} x the median run's "
+            "fastest: the pair of processes ran at another speed from start to end, which depends on where "
+            "the OS loaded both processes' code; counted in the medians like any run): "
+            + "; ".join(
+                f"{r['system']} {r['transport']}{' busy-wait' if r['busy'] else ''} #{r['repeat'] + 1} "
+                f"(min {r['min']:.1f} us against {r['median_min']:.1f}, p50 {r['p50']:.1f}, "
+                f"p99 {r['p99']:.1f})"
+                for r in slow
+            )
+            + "."
         )
     if any(row.get("paced_at") for row in summary["rows"]):
         add("")
