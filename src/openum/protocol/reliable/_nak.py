@@ -25,13 +25,14 @@ messages), 8.11.4-8.11.5 (the loss-recovery timeline); spec 02 3.2, spec 03 A34-
 Sequence numbers are absolute internally (the first one seen keeps its wire value; later ones are
 placed by serial arithmetic relative to the next expected one), so the u32 wrap never matters.
 Missing datagrams are kept in a dict in ascending order (gaps are only ever found at the leading
-edge), and their timers in a heap with lazy invalidation.
+edge), with one run per gap to find the lowest one in amortised constant time, and their timers in a
+heap with lazy invalidation.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Final
 
@@ -87,6 +88,7 @@ class LossDetector:
         "_max_per_packet",
         "_next",
         "_rng",
+        "_runs",
         "_send_naks",
         "_suppress",
         "duplicate_data",
@@ -131,6 +133,11 @@ class LossDetector:
         self.started = False
         self._next = 0  # absolute: one past the highest sequence number known to exist
         self._losses: dict[int, _Loss] = {}
+        # Where the losses are, in sqn order: one [first not yet passed, end) per gap. Finding the lowest
+        # loss walks these (each tracked sqn passed once); ``next(iter(self._losses))`` would be a scan
+        # over every entry deleted from the dict's front since its last resize, for every datagram
+        # while anything is missing: quadratic in the number of losses, just when a receiver is behind.
+        self._runs: deque[list[int]] = deque()
         self._heap: list[tuple[int, int]] = []  # (due, absolute sqn), stale entries skipped
         # Given up on, oldest first: a late repair of one counts as such (not as a duplicate).
         self._abandoned: OrderedDict[int, None] = OrderedDict()
@@ -169,7 +176,7 @@ class LossDetector:
 
     def contiguous(self) -> int:
         """The wire sqn of the newest datagram held with nothing missing before it (LBT-RU ACK)."""
-        first_missing = next(iter(self._losses), self._next)
+        first_missing = self._first_loss() if self._losses else self._next
         return (first_missing - 1) & SQN_MASK
 
     def _abs(self, wire: int) -> int:
@@ -301,17 +308,41 @@ class LossDetector:
         give_up = now_ns + self._generation
         due = min(next_nak, give_up) if self._send_naks else give_up
         losses, heap = self._losses, self._heap
+        if not losses:
+            self._runs.clear()
+        self._runs.append([keep_from, end])
+        if (end - keep_from) * 8 < len(heap):
+            # a few more timers on a big heap: pushing each costs less than reordering the whole heap
+            push = heapq.heappush
+            for sqn in range(keep_from, end):
+                losses[sqn] = _Loss(now_ns, next_nak, give_up, due)
+                push(heap, (due, sqn))
+            return
         for sqn in range(keep_from, end):
             losses[sqn] = _Loss(now_ns, next_nak, give_up, due)
             heap.append((due, sqn))
         heapq.heapify(heap)
+
+    def _first_loss(self) -> int:
+        """The lowest sqn still missing; ``self._losses`` must not be empty."""
+        losses, runs = self._losses, self._runs
+        while runs:
+            run = runs[0]
+            sqn, end = run[0], run[1]
+            while sqn < end:
+                if sqn in losses:
+                    run[0] = sqn
+                    return sqn
+                sqn += 1
+            runs.popleft()
+        return min(losses)  # not reached: every tracked loss lies in a run
 
     def _trail(self, trail: int) -> None:
         """The source's trailing edge is ``trail``: whatever is missing before it is unrecoverable."""
         losses = self._losses
         gone: list[int] = []
         while losses:
-            first = next(iter(losses))
+            first = self._first_loss()
             if first >= trail:
                 break
             del losses[first]
