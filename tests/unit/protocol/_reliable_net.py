@@ -9,6 +9,7 @@ every group member.
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,26 @@ from openum.protocol.reliable import (
     RuSource,
     SendResult,
 )
+from openum.protocol.reliable._nak import LossDetector
 
 MS = 1_000_000
 SRC: Address = ("10.0.0.1", 14390)
 
 #: ``fate(src, dst, data, now) -> extra delays (ns) of the copies to deliver``; ``[]`` drops it.
 Fate = Callable[[Address, Address, bytes, int], Sequence[int]]
+
+
+def loss_detector(generation_ms: int = 10_000, seed: int = 7) -> LossDetector:
+    """A loss detector alone, with NAK timers of the LBT-RM defaults' order (ms) and a seeded rng."""
+    return LossDetector(
+        initial_backoff_ns=50 * MS,
+        backoff_ns=200 * MS,
+        suppress_ns=1000 * MS,
+        generation_ns=generation_ms * MS,
+        send_naks=True,
+        max_naks_per_packet=16,
+        rng=random.Random(seed),
+    )
 
 
 def deliver_all(src: Address, dst: Address, data: bytes, now: int) -> Sequence[int]:

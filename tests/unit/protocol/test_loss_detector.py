@@ -8,28 +8,19 @@ lowest loss held: what ``contiguous()`` reports (LBT-RU's ACK) and where the tra
 
 from __future__ import annotations
 
-import random
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openum.protocol.reliable._common import SQN_MASK
 from openum.protocol.reliable._nak import MAX_TRACKED_LOSSES, LossDetector
 from openum.wire.lbtrm import NcfReason
+from tests.unit.protocol._reliable_net import loss_detector
 
 MS = 1_000_000
 
 
 def _detector() -> LossDetector:
-    return LossDetector(
-        initial_backoff_ns=50 * MS,
-        backoff_ns=200 * MS,
-        suppress_ns=1000 * MS,
-        generation_ns=3_000 * MS,
-        send_naks=True,
-        max_naks_per_packet=16,
-        rng=random.Random(3),
-    )
+    return loss_detector(generation_ms=3_000, seed=3)
 
 
 def _lowest(det: LossDetector) -> int:

@@ -20,20 +20,13 @@ from openum.protocol.reliable._nak import LossDetector, Verdict
 from openum.wire import lbtrm, lbtru
 from openum.wire.lbtrm import RmData
 from openum.wire.lbtru import RuData, RuSessionMessage
+from tests.unit.protocol._reliable_net import loss_detector
 
 MS = 1_000_000
 
 
 def _detector() -> LossDetector:
-    return LossDetector(
-        initial_backoff_ns=50 * MS,
-        backoff_ns=200 * MS,
-        suppress_ns=1000 * MS,
-        generation_ns=10_000 * MS,
-        send_naks=True,
-        max_naks_per_packet=16,
-        rng=random.Random(7),
-    )
+    return loss_detector(generation_ms=10_000, seed=7)
 
 
 def _state(det: LossDetector) -> tuple[object, ...]:

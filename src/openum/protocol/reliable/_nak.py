@@ -311,17 +311,15 @@ class LossDetector:
         if not losses:
             self._runs.clear()
         self._runs.append([keep_from, end])
-        if (end - keep_from) * 8 < len(heap):
-            # a few more timers on a big heap: pushing each costs less than reordering the whole heap
-            push = heapq.heappush
-            for sqn in range(keep_from, end):
-                losses[sqn] = _Loss(now_ns, next_nak, give_up, due)
-                push(heap, (due, sqn))
-            return
         for sqn in range(keep_from, end):
             losses[sqn] = _Loss(now_ns, next_nak, give_up, due)
-            heap.append((due, sqn))
-        heapq.heapify(heap)
+        if (end - keep_from) * 8 < len(heap):
+            # a few more timers on a big heap: pushing each costs less than reordering the whole heap
+            for sqn in range(keep_from, end):
+                heapq.heappush(heap, (due, sqn))
+        else:
+            heap.extend([(due, sqn) for sqn in range(keep_from, end)])
+            heapq.heapify(heap)
 
     def _first_loss(self) -> int:
         """The lowest sqn still missing; ``self._losses`` must not be empty."""
