@@ -98,6 +98,75 @@ def test_ping_without_a_pong_fails_after_the_timeout(ports: Ports, procs: Proces
     assert "0 of 5 round trips" in err
 
 
+@pytest.mark.slow
+def test_ping_main_thread_sleeps_through_the_measured_round_trips(ports: Ports, procs: Processes) -> None:
+    # Callback mode: after the hand-off the main thread waits for the end without waking up (it would wake
+    # every 50 ms if it polled; 5,000 round trips take longer than that).
+    rc, summary, err, _pong = ping_pong(
+        procs, ports, ("lat/q/ping", "lat/q/pong"), ["--count", "5000", "--warmup", "100"], []
+    )
+    assert rc == 0, err
+    check_rtt(summary, 5000)
+    assert summary["main_wakeups"] == 0
+    assert summary["received"] >= 5100  # every warm-up and measured echo
+
+
+@pytest.mark.slow
+def test_ping_times_out_when_echoes_stop_after_the_handoff(ports: Ports, procs: Processes) -> None:
+    # The pong stops after 300 echoes, past the warm-up: the sleeping main thread notices the silence.
+    rc, summary, err, pong = ping_pong(
+        procs,
+        ports,
+        ("lat/t/ping", "lat/t/pong"),
+        ["--count", "1000", "--warmup", "50", "--timeout", "1"],
+        ["--count", "300"],
+    )
+    assert rc == 1
+    assert pong["echoed"] >= 300  # (a few more may go out while it closes)
+    assert 0 < summary["count"] < 1000
+    assert summary["main_wakeups"] >= 1
+    assert "of 1000 round trips measured" in err
+
+
+@pytest.mark.slow
+def test_ping_sigterm_wakes_the_sleeping_main_thread(ports: Ports, procs: Processes) -> None:
+    # Echoes stop after the hand-off and the timeout is far away: SIGTERM alone must end the run.
+    pong = procs.openum("pong", "lat/s/ping", "lat/s/pong", "--count", "200", "--json", *ports.argv())
+    ping = procs.openum(
+        "ping",
+        "lat/s/ping",
+        "lat/s/pong",
+        "--count",
+        "1000",
+        "--warmup",
+        "50",
+        "--timeout",
+        "600",
+        "--json",
+        *ports.argv(),
+    )
+    pong_out, pong_err = pong.communicate(timeout=120)  # the pong leaves after its 200 echoes
+    assert pong.returncode == 0, pong_err
+    assert last_json(pong_out)["echoed"] >= 200
+    ping.send_signal(signal.SIGTERM)
+    out, err = ping.communicate(timeout=60)
+    assert ping.returncode == 1
+    summary = last_json(out)
+    assert 0 < summary["count"] < 1000
+    assert summary["main_wakeups"] == 0
+    assert "of 1000 round trips measured" in err
+
+
+@pytest.mark.slow
+def test_pong_stops_by_itself_after_its_duration(ports: Ports, procs: Processes) -> None:
+    pong = procs.openum("pong", "lat/d/ping", "lat/d/pong", "--duration", "0.5", "--json", *ports.argv())
+    out, err = pong.communicate(timeout=60)  # no signal: the deadline wakes the main thread
+    assert pong.returncode == 0, err
+    summary = last_json(out)
+    assert summary["echoed"] == 0
+    assert summary["seconds"] >= 0.5
+
+
 def test_ping_rejects_bad_usage(procs: Processes) -> None:
     ping = procs.openum("ping", "a", "b", "--size", "4")
     _out, err = ping.communicate(timeout=30)

@@ -11,7 +11,11 @@ How the echo reaches the pinging code (``--mode``):
 
 * ``callback`` (default, the lowest latency without spinning): the receive callback, on the context
   thread, takes the round-trip time and sends the next ping itself (``SendFlags.NONBLOCK | FLUSH``).
-  No thread hand-off is on the measured path; the main thread only watches for timeouts.
+  No thread hand-off is on the measured path. The main thread resends late pings during the warm-up
+  (it wakes every 50 ms for that); ``HANDOFF_MARGIN`` pings before the warm-up ends the callback leaves
+  one send to it, and from then on it sleeps until the run ends, waking only once per ``--timeout``
+  seconds to check for progress (``main_wakeups`` in the summary counts those wake-ups): no other
+  thread of the process runs among the measured round trips (docs/performance.md, pass 13).
 * ``thread``: the receive callback sets a ``threading.Event`` that the main thread waits on; the main
   thread takes the time and sends the next ping.  This measures what an application pays for the
   hand-off from the context thread to its own thread (a GIL hand-over and a futex wake-up).
@@ -22,13 +26,15 @@ How the echo reaches the pinging code (``--mode``):
 During the warm-up a ping whose echo has not come back within ``--resend`` seconds is sent again (the
 first pings go out before the peers have resolved and connected to each other); a stale echo (of an
 earlier counter) is ignored.  Measured pings are never resent: a missing echo after ``--timeout``
-seconds ends the run with exit status 1.
+seconds ends the run with exit status 1 (in callback mode noticed within two ``--timeout`` periods).
 
 ``pong`` echoes from its receive callback on the context thread with ``SendFlags.NONBLOCK | FLUSH``:
 a blocking send there could deadlock (the context thread drains the buffers it would wait for).  When
 a send raises :class:`~openum.WouldBlock`, the payload is copied to a queue and every later echo goes
 behind it, in order; the source's ``WAKEUP`` event (delivered on the same context thread, so it can
-never overtake the ``WouldBlock``) sends the queue out.  With ``--busy`` the pong spins too.
+never overtake the ``WouldBlock``) sends the queue out.  With ``--busy`` the pong spins too; otherwise
+its main thread sleeps until SIGINT/SIGTERM, ``--count`` echoes or ``--duration`` ends it, without
+waking up in between.
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _COUNTER = struct.Struct(">Q")
 _DATA = MsgType.DATA  # read once: an enum member lookup runs Python code in 3.11
 _TRANSPORTS = ("tcp", "lbtru", "lbtrm", "lbtipc", "lbtsmx")
+
+#: Callback mode: this many pings before the warm-up ends, the receive callback leaves the next send to
+#: the main thread, which then sleeps until the run ends (its last wake-up falls among warm-up pings).
+HANDOFF_MARGIN = 16
+#: Callback mode: how often the main thread looks for late pings during the warm-up, at most (seconds).
+WARMUP_TICK = 0.05
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -181,6 +193,12 @@ class _Pinger:
         self.done = threading.Event()
         self.echo = threading.Event()
         self.send_from_callback = send_from_callback
+        # Callback mode: the counter the main thread sends itself before it goes quiet (at least 1: the
+        # path must have carried an echo, as no ping is resent after it), and the event that hands it
+        # over (also set when the run ends or is stopped first).
+        self.handoff_at = max(1, self.warmup - HANDOFF_MARGIN)
+        self.handoff = threading.Event()
+        self.main_wakeups = 0  # main-thread wake-ups after the hand-off (callback mode)
         self.flags_callback = SendFlags.FLUSH | SendFlags.NONBLOCK
         self.flags_thread = SendFlags.FLUSH
         self.current = -1  # the counter in flight (-1: none)
@@ -229,19 +247,36 @@ class _Pinger:
             following = counter + 1
             if following >= self.total:
                 self.current = -1
-                self.done.set()
+                self.finish()
+                return
+            if following == self.handoff_at:
+                self.current = following  # the main thread sends it (an early echo of it is not stale)
+                self.handoff.set()
                 return
             self.send_locked(following, self.flags_callback)
+
+    def finish(self) -> None:
+        """The run is over (or stopped): wake the main thread wherever it waits."""
+        self.done.set()
+        self.handoff.set()
 
 
 def cmd_ping(args: argparse.Namespace) -> int:
     attrs = {"transport": args.transport} if args.transport else None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    pingers: list[_Pinger] = []
+
+    def on_sigterm(*_: Any) -> None:
+        stop.set()
+        for pinger in pingers:
+            pinger.finish()  # the callback mode's main thread sleeps on it
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     mode = "busy" if args.busy else args.mode
     with _context(args, args.busy) as ctx:
         src = ctx.create_source(args.topic_ping, attrs)
         pinger = _Pinger(src, args, send_from_callback=mode != "thread")
+        pingers.append(pinger)
         rcv = ctx.create_receiver(args.topic_pong, pinger.on_message)
         start = time.monotonic()
         try:
@@ -269,6 +304,7 @@ def cmd_ping(args: argparse.Namespace) -> int:
         "resends": pinger.resends,
         "stale": pinger.stale,
         "would_block": pinger.would_block,
+        "main_wakeups": pinger.main_wakeups,
         "mode": mode,
         "transport": args.transport or "tcp",
         "source": source_string,
@@ -299,13 +335,29 @@ def _watchdog(pinger: _Pinger, args: argparse.Namespace, flags: int) -> bool:
 
 
 def _ping_callback(pinger: _Pinger, args: argparse.Namespace, stop: threading.Event) -> bool:
+    """Callback mode: the receive callback sends every ping but the first and the hand-off one.
+
+    Until the hand-off the main thread wakes every ``--resend`` seconds (at most ``WARMUP_TICK``) to
+    resend a late ping; after it, it sleeps on ``pinger.done`` and wakes once per ``--timeout`` seconds
+    at most, to see whether echoes still come. ``stop`` must be set together with :meth:`_Pinger.finish`
+    (cmd_ping's SIGTERM handler does both)."""
     with pinger.lock:
         pinger.send_locked(0, pinger.flags_thread)
-    tick = min(args.resend, 0.05)
-    while not pinger.done.wait(tick):
+    tick = min(args.resend, WARMUP_TICK)
+    while not pinger.handoff.wait(tick):
         if stop.is_set() or not _watchdog(pinger, args, pinger.flags_thread):
             return False
-    return True
+    if stop.is_set():
+        return False
+    if not pinger.done.is_set():
+        with pinger.lock:
+            pinger.send_locked(pinger.handoff_at, pinger.flags_thread)
+    timeout_ns = args.timeout * 1e9
+    while not pinger.done.wait(args.timeout):
+        pinger.main_wakeups += 1
+        if stop.is_set() or time.perf_counter_ns() - pinger.progress_ns >= timeout_ns:
+            return False
+    return not stop.is_set()
 
 
 def _ping_busy(ctx: Any, pinger: _Pinger, args: argparse.Namespace, stop: threading.Event) -> bool:
@@ -409,8 +461,13 @@ class _Ponger:
 def cmd_pong(args: argparse.Namespace) -> int:
     attrs = {"transport": args.transport} if args.transport else None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     ponger = _Ponger(args.count)
+
+    def on_sigterm(*_: Any) -> None:
+        stop.set()
+        ponger.done.set()  # the main thread sleeps on it
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     deadline = time.monotonic() + args.duration if args.duration else None
     start = time.monotonic()
     with _context(args, args.busy) as ctx:
@@ -428,11 +485,8 @@ def cmd_pong(args: argparse.Namespace) -> int:
                         if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
                             break
             else:
-                while not stop.is_set() and not ponger.done.is_set():
-                    wait = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
-                    if wait <= 0:
-                        break
-                    stop.wait(wait)
+                # Asleep until the end, never waking in between (see the module docstring).
+                ponger.done.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         except KeyboardInterrupt:
             pass
         seconds = time.monotonic() - start
