@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from openum._errors import InvalidStateError
-from openum.runtime._clock import NS_PER_MS, Clock, ManualClock
+from openum.runtime._clock import NS_PER_MS, Clock, ManualClock, MonotonicClock
+from openum.runtime._deadline import DeadlineFd, deadline_fd
 from openum.runtime._event_queue import EventKind, EventQueue
 from openum.runtime._poller import default_poller
 from openum.runtime._threads import callback_state as _state
@@ -63,6 +64,12 @@ class EventLoop:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._poller.register(self._wake_r, FdEvent.READ)
+        # Waits for a timer end on this descriptor, not on the poller's timeout (see _deadline).
+        self._deadline: DeadlineFd | None = deadline_fd()
+        self._deadline_fd = -1
+        if self._deadline is not None:
+            self._deadline_fd = self._deadline.fd
+            self._poller.register(self._deadline_fd, FdEvent.READ)
         self._wait = self._poller.wait
         self._fds: dict[int, _FdRegistration] = {}
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
@@ -239,7 +246,17 @@ class EventLoop:
                 deadline = None if top is None else self.next_deadline() if top.cancelled else top.deadline_ns
                 if deadline is not None:
                     until_timer = max(0, deadline - self.clock.now_ns())
-                    wait_ns = until_timer if wait_ns is None else min(wait_ns, until_timer)
+                    if wait_ns is not None and wait_ns <= until_timer:
+                        pass  # the caller's timeout ends the wait first
+                    elif until_timer and self._deadline is not None and type(self.clock) is MonotonicClock:
+                        # The deadline descriptor ends the wait: armed only when the deadline moves
+                        # earlier (a later one is met by one early, empty wake-up), never per wait.
+                        armed = self._deadline.armed_ns
+                        if not armed or deadline < armed:
+                            self._deadline.arm(deadline)
+                        wait_ns = None
+                    else:
+                        wait_ns = until_timer
         events = self._wait(None if wait_ns is None else wait_ns / 1e9)  # wait_ns is None or >= 0
         ran = self._fire_fds(events) if events else 0
         if self._calls:
@@ -262,6 +279,8 @@ class EventLoop:
                 if reg is None:
                     if fd == self._wake_r:
                         self._drain_wake()
+                    elif fd == self._deadline_fd and self._deadline is not None:
+                        self._deadline.clear()  # the timers due run after the descriptors
                     continue  # unregistered since the poll
                 if reg.paused:
                     continue
@@ -423,4 +442,6 @@ class EventLoop:
         self._poller.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+        if self._deadline is not None:
+            self._deadline.close()
         return pending
