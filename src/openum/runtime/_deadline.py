@@ -3,12 +3,12 @@
 Why not epoll's timeout: the kernel arms a high-resolution timer for every timed wait and removes it
 when the wait ends early, and whenever that timer is due before the next scheduler tick, arming and
 removing it reprogram the CPU's timer hardware.  In a virtual machine that is a write to the
-TSC-deadline register, which traps to the hypervisor.  The loop waits twice per round trip, so for the
-last tick period before each of its timers (4 ms at HZ=250, and a context always has timers: topic
-resolution, session messages) every wait paid for it: on this project's VM round trips ran 2-2.5
-times slower for those milliseconds, which made most of openum's slow round trips
-(docs/performance.md, pass 13).  Armed on a timerfd, the deadline is programmed once, when it changes,
-and the loop waits without a timeout.
+TSC-deadline register, which traps to the hypervisor.  A loop waits once per message it answers, so
+for the last tick period before each of its timers (4 ms at HZ=250, and a context always has timers:
+topic resolution, session messages) every wait paid for it: on this project's VM round trips ran
+2-2.5 times slower for those milliseconds, openum's longest runs of slow round trips
+(docs/performance.md, pass 13).  Armed on a timerfd, the deadline is programmed once, when it
+changes, and the loop waits without a timeout.
 
 ``deadline_fd()`` returns None where there is no timerfd (not Linux, or no C library to call); the loop
 then waits with a timeout as before.
