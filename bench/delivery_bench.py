@@ -13,13 +13,11 @@ Measures, in deliveries per second (median of several timed runs, after a warm-u
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
 
+from _report import machine_facts, report
 from openum.protocol.delivery import DeliveryController
 
 NOW = 1_000_000_000
@@ -101,19 +99,13 @@ def main() -> None:
         name: _rate(fn, args.seconds, args.runs)
         for name, fn in build_benchmarks(args.payload, args.batch).items()
     }
-    facts = {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "payload": args.payload,
-    }
-    if args.json:
-        print(json.dumps({"deliveries_per_s": results, **facts}, sort_keys=True))
-        return
-    print(" ".join(f"{k}={v}" for k, v in facts.items()))
-    for name, rate in results.items():
-        print(f"{name:>10}: {rate:>12,.0f} deliveries/s  ({1e9 / rate:,.0f} ns each)")
+    report(
+        results,
+        machine_facts(payload=args.payload),
+        args.json,
+        "deliveries_per_s",
+        lambda name, rate: f"{name:>10}: {rate:>12,.0f} deliveries/s  ({1e9 / rate:,.0f} ns each)",
+    )
 
 
 if __name__ == "__main__":

@@ -18,14 +18,12 @@ scanned the loss map's deleted entries, and every gap reordered the whole timer 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import random
 import statistics
 import time
 from collections import deque
 
+from _report import machine_facts, report
 from openum._accel import COMPILED
 from openum.protocol.reliable._nak import LossDetector
 
@@ -99,18 +97,13 @@ def main() -> None:
         f"gaps-and-repairs ({args.gaps:,} gaps)": lambda: gaps_and_repairs(args.gaps),
     }
     results = {name: statistics.median(fn() for _ in range(args.runs)) * 1e6 for name, fn in cases.items()}
-    facts = {
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "compiled": COMPILED,
-    }
-    if args.json:
-        print(json.dumps({"us_per_datagram": results, **facts}, sort_keys=True))
-        return
-    print(" ".join(f"{k}={v}" for k, v in facts.items()))
-    for name, us in results.items():
-        print(f"{name:>32}: {us:6.2f} us per datagram")
+    report(
+        results,
+        machine_facts(compiled=COMPILED),
+        args.json,
+        "us_per_datagram",
+        lambda name, us: f"{name:>32}: {us:6.2f} us per datagram",
+    )
 
 
 if __name__ == "__main__":

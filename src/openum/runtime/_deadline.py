@@ -10,25 +10,23 @@ topic resolution, session messages) every wait paid for it: on this project's VM
 (docs/performance.md, pass 13).  Armed on a timerfd, the deadline is programmed once, when it
 changes, and the loop waits without a timeout.
 
-``deadline_fd()`` returns None where there is no timerfd (not Linux, or no C library to call); the loop
-then waits with a timeout as before.
+``deadline_fd()`` returns None where there is no timerfd (not Linux, or no C library to call: ``os``
+wraps timerfd from Python 3.13 only); the loop then waits with a timeout as before.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import sys
 import time
-from typing import Any
+
+from openum.runtime._libc import LIBC, libc_error
 
 __all__ = ["DeadlineFd", "deadline_fd"]
 
 _NS_PER_S = 1_000_000_000
 _CLOCK_MONOTONIC = 1  # <time.h>
-_TFD_NONBLOCK = os.O_NONBLOCK
-_TFD_CLOEXEC = os.O_CLOEXEC
-_TFD_TIMER_ABSTIME = 1  # <sys/timerfd.h>
+_TFD_TIMER_ABSTIME = 1  # <sys/timerfd.h>; TFD_NONBLOCK and TFD_CLOEXEC are O_NONBLOCK and O_CLOEXEC
 
 
 class _Timespec(ctypes.Structure):
@@ -45,15 +43,22 @@ class DeadlineFd:
     :attr:`armed_ns` is the deadline it is armed for (0: none).  It becomes readable at that deadline;
     :meth:`clear` reads it and forgets the deadline."""
 
-    def __init__(self, fd: int, settime: Any) -> None:
+    def __init__(self) -> None:
+        fd = int(LIBC.timerfd_create(_CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC))
+        if fd < 0:
+            raise libc_error("timerfd_create")
         self.fd = fd
         self.armed_ns = 0
-        self._settime = settime
+        self._spec = _Itimerspec()
+        self._spec_ref = ctypes.byref(self._spec)
 
     def arm(self, deadline_ns: int) -> None:
         """Become readable at ``deadline_ns`` (``time.monotonic_ns`` time; replaces any earlier arming)."""
         deadline_ns = max(1, deadline_ns)  # a zero expiry would disarm it
-        self._settime(self.fd, deadline_ns)
+        value = self._spec.it_value
+        value.tv_sec, value.tv_nsec = divmod(deadline_ns, _NS_PER_S)
+        if LIBC.timerfd_settime(self.fd, _TFD_TIMER_ABSTIME, self._spec_ref, None) != 0:
+            raise libc_error("timerfd_settime")
         self.armed_ns = deadline_ns
 
     def clear(self) -> None:
@@ -68,44 +73,28 @@ class DeadlineFd:
         os.close(self.fd)
 
 
-class _LibcTimerfd:
-    """``timerfd_create``/``timerfd_settime`` through the C library (``os`` has them from Python 3.13
-    only)."""
+def _declare() -> bool:
+    """Give the C library's timerfd functions their prototypes; False where there are none."""
+    if LIBC is None or time.get_clock_info("monotonic").implementation != "clock_gettime(CLOCK_MONOTONIC)":
+        return False
+    try:
+        create, settime = LIBC.timerfd_create, LIBC.timerfd_settime
+    except AttributeError:  # a C library without timerfd
+        return False
+    create.argtypes, create.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
+    settime.restype = ctypes.c_int
+    return True
 
-    def __init__(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._create = libc.timerfd_create
-        self._create.argtypes = [ctypes.c_int, ctypes.c_int]
-        self._create.restype = ctypes.c_int
-        self._set = libc.timerfd_settime
-        self._set.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec), ctypes.c_void_p]
-        self._set.restype = ctypes.c_int
-        self._spec = _Itimerspec()
-        self._spec_ref = ctypes.byref(self._spec)
 
-    def create(self) -> int:
-        fd = int(self._create(_CLOCK_MONOTONIC, _TFD_NONBLOCK | _TFD_CLOEXEC))
-        if fd < 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"timerfd_create: {os.strerror(errno)}")
-        return fd
-
-    def settime(self, fd: int, deadline_ns: int) -> None:
-        value = self._spec.it_value
-        value.tv_sec, value.tv_nsec = divmod(deadline_ns, _NS_PER_S)
-        if self._set(fd, _TFD_TIMER_ABSTIME, self._spec_ref, None) != 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"timerfd_settime: {os.strerror(errno)}")
+_HAVE_TIMERFD = _declare()
 
 
 def deadline_fd() -> DeadlineFd | None:
     """A :class:`DeadlineFd`, or None where the platform has no timerfd."""
-    if not sys.platform.startswith("linux") or time.get_clock_info("monotonic").implementation != (
-        "clock_gettime(CLOCK_MONOTONIC)"
-    ):
+    if not _HAVE_TIMERFD:
         return None
     try:
-        libc = _LibcTimerfd()
-        return DeadlineFd(libc.create(), libc.settime)
-    except (OSError, AttributeError):  # no C library symbol, or the kernel refuses
+        return DeadlineFd()
+    except OSError:  # the kernel refuses (e.g. out of descriptors): wait with timeouts instead
         return None

@@ -66,10 +66,8 @@ class EventLoop:
         self._poller.register(self._wake_r, FdEvent.READ)
         # Waits for a timer end on this descriptor, not on the poller's timeout (see _deadline).
         self._deadline: DeadlineFd | None = deadline_fd()
-        self._deadline_fd = -1
         if self._deadline is not None:
-            self._deadline_fd = self._deadline.fd
-            self._poller.register(self._deadline_fd, FdEvent.READ)
+            self._poller.register(self._deadline.fd, FdEvent.READ)
         self._wait = self._poller.wait
         self._fds: dict[int, _FdRegistration] = {}
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
@@ -279,7 +277,7 @@ class EventLoop:
                 if reg is None:
                     if fd == self._wake_r:
                         self._drain_wake()
-                    elif fd == self._deadline_fd and self._deadline is not None:
+                    elif self._deadline is not None and fd == self._deadline.fd:
                         self._deadline.clear()  # the timers due run after the descriptors
                     continue  # unregistered since the poll
                 if reg.paused:

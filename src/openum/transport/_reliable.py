@@ -21,7 +21,6 @@ receiver session is used only on the context thread.
 from __future__ import annotations
 
 import abc
-import ctypes
 import errno
 import fcntl
 import os
@@ -53,6 +52,7 @@ from openum.protocol.reliable import (
     SourceEvent,
 )
 from openum.runtime import EventLoop, FdEvent
+from openum.runtime._libc import LIBC, libc_error
 from openum.transport._demux import FLAG_RETRANSMIT, LbmcDemux
 from openum.transport._engine_timer import EngineTimer
 from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
@@ -274,21 +274,11 @@ def _buffer_size(sock: socket.socket, option: int) -> int:
     return reported // 2 if sys.platform.startswith("linux") else reported
 
 
-def _libc() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-_LIBC: Final = _libc()
 #: ``struct sockaddr`` with ``sa_family`` ``AF_UNSPEC`` (0): connecting a UDP socket to it dissolves the
 #: socket's association with its peer.
 _UNSPEC_ADDRESS: Final = bytes(16)
 #: Whether :func:`disconnect` works here: a UDP socket may be connected to one peer for a while.
-CAN_DISCONNECT: Final = _LIBC is not None
+CAN_DISCONNECT: Final = LIBC is not None
 
 
 def disconnect(sock: socket.socket) -> None:
@@ -300,12 +290,11 @@ def disconnect(sock: socket.socket) -> None:
     which datagrams from other hosts are dropped.)  The socket keeps its address and port (Linux lets go
     of a port the kernel chose at bind time: it is bound again).  ``OSError`` if the system refuses or
     offers no way (see :data:`CAN_DISCONNECT`)."""
-    if _LIBC is None:
+    if LIBC is None:
         raise OSError(errno.EOPNOTSUPP, "dissolving a UDP socket's peer needs connect(AF_UNSPEC) from libc")
     bound = sock.getsockname()
-    if _LIBC.connect(sock.fileno(), _UNSPEC_ADDRESS, len(_UNSPEC_ADDRESS)) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
+    if LIBC.connect(sock.fileno(), _UNSPEC_ADDRESS, len(_UNSPEC_ADDRESS)) != 0:
+        raise libc_error("connect(AF_UNSPEC)")
     if sock.getsockname()[1] != bound[1]:
         sock.bind(bound)
 
