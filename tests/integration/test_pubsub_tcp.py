@@ -425,6 +425,30 @@ def test_killed_publisher_gives_eos_and_a_late_receiver_gets_what_follows_its_jo
     assert first_late > seen_before_join  # nothing sent before it joined was replayed to it
 
 
+def test_a_paced_sender_flushes_what_it_caught_up_on_and_stops_at_sigterm_while_waiting(
+    harness: Harness, procs: Processes
+) -> None:
+    # With a one-minute implicit batching interval and a 60,000-byte batch, a message not flushed would
+    # wait 40 s or more in its batch: each one arrives because the sender flushed when it had caught up
+    # with --rate.
+    topic = "pubsub/paced"
+    rec = Recorder()
+    harness.context().create_receiver(topic, rec)
+    pub = procs.openum(
+        "send", topic, "--count", "1000000", "--rate", "20", "--delay", "0", "--linger", "0", "--json",
+        "--option", "source implicit_batching_interval 60000",
+        "--option", "source implicit_batching_minimum_length 60000", *harness.ports.argv(),
+    )  # fmt: skip
+    assert rec.wait_count(3), (rec.types(), pub.poll())
+    pub.send_signal(signal.SIGTERM)  # it is sleeping until its next message is due
+    out, err = pub.communicate(timeout=WAIT)
+    assert pub.returncode == 0, err
+    summary = last_json(out)
+    assert 3 <= summary["sent"] < 1_000_000
+    counters = [g.counter for g in rec.of(DATA)]
+    assert counters == list(range(counters[0], counters[0] + len(counters)))
+
+
 # -- 6. session ids -----------------------------------------------------------------------------------
 
 

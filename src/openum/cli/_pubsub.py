@@ -28,6 +28,7 @@ from openum._errors import WouldBlock
 from openum._message import Message, MsgType, SourceEvent
 from openum._source import AVAILABLE_TRANSPORTS
 from openum.cli._args import counter_size, positive
+from openum.cli._pacing import paced_batches
 
 __all__ = ["register"]
 
@@ -191,23 +192,24 @@ def cmd_send(args: argparse.Namespace) -> int:
                 return EXIT_FAILED
         payload = bytearray(args.size)
         pack = _COUNTER.pack_into
-        interval = 1.0 / args.rate if args.rate > 0 else 0.0
+        send = src.send
+        none = SendFlags.NONE
         sent = 0
         start = time.monotonic()
-        next_send = start
+        # Intelligent batching (openum.cli._pacing): what is due is sent at once and flushed when the
+        # sender has caught up with --rate (unlimited: held back only until the datagram is full).
+        batches = paced_batches(
+            args.count, args.rate, src.flush, start=start, chunk=1024, clock=time.monotonic, sleep=stop.wait
+        )
         try:
-            while sent < args.count and not stop.is_set():
-                pack(payload, 0, sent)
-                flags = SendFlags.FLUSH if (interval or sent == args.count - 1) else SendFlags.NONE
-                src.send(payload, flags)
-                sent += 1
-                if interval:
-                    next_send += interval
-                    pause = next_send - time.monotonic()
-                    if pause > 0:
-                        stop.wait(pause)
-                if not sent & 0x3FF:
-                    progress.show(f"sent {sent}/{args.count}")
+            for due in batches:
+                while sent < due:
+                    pack(payload, 0, sent)
+                    send(payload, none)
+                    sent += 1
+                progress.show(f"sent {sent}/{args.count}")
+                if stop.is_set():
+                    break
         except WouldBlock:  # pragma: no cover - sends are blocking here
             pass
         except KeyboardInterrupt:

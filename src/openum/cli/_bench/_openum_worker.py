@@ -9,13 +9,14 @@ from openum.cli._bench._common import (
     COUNTER,
     HELLO,
     HELLO_INTERVAL,
+    PACING_QUANTUM,
     Control,
     Verifier,
     emit,
-    pace,
     rss_bytes,
     say,
 )
+from openum.cli._pacing import paced_batches
 
 __all__ = ["pub", "sub"]
 
@@ -56,12 +57,11 @@ def pub(spec: dict[str, Any]) -> int:
         sent = 0
         start = time.perf_counter()
         if rate > 0:
-            while sent < count:
-                due = min(count, pace(rate, start, sent))
-                last = due - 1
+            # Intelligent batching: flushed when caught up with the rate, full datagrams while behind.
+            for due in paced_batches(count, rate, src.flush, start=start, quantum=PACING_QUANTUM):
                 while sent < due:
                     pack(payload, 0, sent)
-                    send(payload, flush if sent == last else none)
+                    send(payload, none)
                     sent += 1
         else:
             last = count - 1

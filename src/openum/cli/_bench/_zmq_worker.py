@@ -22,7 +22,17 @@ from typing import Any
 
 import zmq
 
-from openum.cli._bench._common import COUNTER, HELLO, HELLO_INTERVAL, Control, Verifier, emit, pace, say
+from openum.cli._bench._common import (
+    COUNTER,
+    HELLO,
+    HELLO_INTERVAL,
+    PACING_QUANTUM,
+    Control,
+    Verifier,
+    emit,
+    say,
+)
+from openum.cli._pacing import paced_batches
 
 __all__ = ["ping", "pong", "pub", "sub"]
 
@@ -55,8 +65,7 @@ def pub(spec: dict[str, Any]) -> int:
     sent = 0
     start = time.perf_counter()
     if rate > 0:
-        while sent < count:
-            due = min(count, pace(rate, start, sent))
+        for due in paced_batches(count, rate, None, start=start, quantum=PACING_QUANTUM):
             while sent < due:
                 pack(payload, 0, sent)
                 send(payload)
