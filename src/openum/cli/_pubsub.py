@@ -52,7 +52,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         metavar="MSGS_PER_SEC",
-        help="send at most this many messages per second (default: as fast as possible)",
+        help="send at most this many messages per second (default: as fast as possible); messages that "
+        "fall due together are batched, and the batch is flushed whenever the sender has caught up",
     )
     send.add_argument(
         "--transport",

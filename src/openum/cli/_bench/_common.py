@@ -42,6 +42,8 @@ HELLO_INTERVAL = 0.01
 #: ``transport_lbtrm_rate_interval``).  Without it the datagram size followed the sender's wake-up
 #: latency (2-3 messages a datagram at 100-200 k msgs/s in one slow period).
 PACING_QUANTUM = 0.001
+#: A subscriber's result lists where its first gaps were (``gap_list``), up to this many.
+MAX_GAPS_LISTED = 20
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -98,16 +100,20 @@ class Verifier:
     starting from ``expected = -1`` (so the first message takes the slow path, which starts the clock)
     and ``checkpoint = verifier.checkpoint``.  A checkpoint is the next RSS sampling point or the
     count.  ``gaps``: times a counter skipped ahead; ``missing``: counters skipped over; ``behind``:
-    counters below the next expected one (duplicates or reordering).
+    counters below the next expected one (duplicates or reordering); ``gap_list``: where the first
+    :data:`MAX_GAPS_LISTED` gaps were, as ``[first missing counter, counters missing]``.
     """
 
     def __init__(self, count: int, rss_points: list[int] | None = None) -> None:
         self.count = count
         self.gaps = 0
         self.missing = 0
+        self.gap_list: list[list[int]] = []  # [first missing counter, how many], the first MAX_GAPS_LISTED
         self.behind = 0
         self.start = 0.0
         self.end = 0.0
+        self.cpu_start = 0.0  # the process's CPU time (user + system) at the first counter
+        self.cpu_end = 0.0  # and at the last
         self.expected = -1
         self.synced = threading.Event()
         self.done = threading.Event()
@@ -123,6 +129,7 @@ class Verifier:
             point = points.pop(0)
             if point >= self.count:
                 self.end = time.perf_counter()
+                self.cpu_end = time.process_time()
                 if self.sample_rss:
                     self.rss[str(point)] = rss_bytes()
                 self.done.set()
@@ -144,6 +151,7 @@ class Verifier:
             return expected
         if expected < 0:
             self.start = time.perf_counter()
+            self.cpu_start = time.process_time()
             expected = 0
         if value < expected:
             self.behind += 1
@@ -151,6 +159,8 @@ class Verifier:
         if value > expected:
             self.gaps += 1
             self.missing += value - expected
+            if len(self.gap_list) < MAX_GAPS_LISTED:
+                self.gap_list.append([expected, value - expected])
         expected = value + 1
         self.expected = expected
         self._advance(expected)
@@ -187,10 +197,12 @@ class Verifier:
             "gaps": self.gaps,
             "missing": self.missing + max(0, self.count - max(0, self.expected)),
             "behind": self.behind,
+            "gap_list": self.gap_list,
             "seconds": round(seconds, 6),
             "msgs_per_sec": round(received / seconds, 1) if seconds > 0 else 0.0,
             "rss": self.rss,
             "rss_end": rss_bytes(),
+            "cpu_seconds": round((self.cpu_end or time.process_time()) - self.cpu_start, 3),
             "complete": received == self.count and self.gaps == 0 and self.behind == 0,
         }
         out.update(extra)
