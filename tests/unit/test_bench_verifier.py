@@ -1,4 +1,4 @@
-"""The bench subscriber's in-order check (Verifier): counts, where the gaps were, the CPU time measured."""
+"""The bench subscriber's in-order check (Verifier): counts, where the gaps were, CPU time and sleeps."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_an_in_order_run_is_complete_with_no_gaps_listed() -> None:
     assert result["complete"] and result["received"] == 100 and result["missing"] == 0
     assert result["gap_list"] == []
     assert v.synced.is_set() and v.done.is_set()
-    assert result["cpu_seconds"] >= 0
+    assert result["cpu_seconds"] >= 0 and result["sleeps"] >= 0
 
 
 def test_gaps_are_counted_and_listed_where_they_began() -> None:

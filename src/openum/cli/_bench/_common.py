@@ -56,6 +56,16 @@ def emit(result: dict[str, Any]) -> None:
     say("RESULT " + json.dumps(result, sort_keys=True))
 
 
+def _sleeps() -> int:
+    """Voluntary context switches of this process so far: how often one of its threads slept (0 where
+    there is no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a POSIX system
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+
+
 def rss_bytes() -> int:
     """Resident set size of this process (``/proc/self/statm``; 0 where there is no /proc)."""
     try:
@@ -114,6 +124,8 @@ class Verifier:
         self.end = 0.0
         self.cpu_start = 0.0  # the process's CPU time (user + system) at the first counter
         self.cpu_end = 0.0  # and at the last
+        self.sleeps_start = 0  # the process's voluntary context switches (waits that slept), likewise
+        self.sleeps_end = 0
         self.expected = -1
         self.synced = threading.Event()
         self.done = threading.Event()
@@ -130,6 +142,7 @@ class Verifier:
             if point >= self.count:
                 self.end = time.perf_counter()
                 self.cpu_end = time.process_time()
+                self.sleeps_end = _sleeps()
                 if self.sample_rss:
                     self.rss[str(point)] = rss_bytes()
                 self.done.set()
@@ -152,6 +165,7 @@ class Verifier:
         if expected < 0:
             self.start = time.perf_counter()
             self.cpu_start = time.process_time()
+            self.sleeps_start = _sleeps()
             expected = 0
         if value < expected:
             self.behind += 1
@@ -203,6 +217,7 @@ class Verifier:
             "rss": self.rss,
             "rss_end": rss_bytes(),
             "cpu_seconds": round((self.cpu_end or time.process_time()) - self.cpu_start, 3),
+            "sleeps": (self.sleeps_end or _sleeps()) - self.sleeps_start,
             "complete": received == self.count and self.gaps == 0 and self.behind == 0,
         }
         out.update(extra)
