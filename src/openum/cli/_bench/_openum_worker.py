@@ -53,22 +53,16 @@ def pub(spec: dict[str, Any]) -> int:
         payload = bytearray(size)
         pack = COUNTER.pack_into
         send = src.send
-        none, flush = SendFlags.NONE, SendFlags.FLUSH
+        none = SendFlags.NONE
         sent = 0
         start = time.perf_counter()
-        if rate > 0:
-            # Intelligent batching: flushed when caught up with the rate, full datagrams while behind.
-            for due in paced_batches(count, rate, src.flush, start=start, quantum=PACING_QUANTUM):
-                while sent < due:
-                    pack(payload, 0, sent)
-                    send(payload, none)
-                    sent += 1
-        else:
-            last = count - 1
-            for i in range(count):
+        # Unpaced (rate 0): one batch of everything.  Paced: intelligent batching, flushed when caught up
+        # with the rate, full datagrams while behind.  The last batch is flushed below.
+        for due in paced_batches(count, rate, src.flush, start=start, quantum=PACING_QUANTUM):
+            for i in range(sent, due):
                 pack(payload, 0, i)
-                send(payload, flush if i == last else none)
-            sent = count
+                send(payload, none)
+            sent = due
         src.flush()
         seconds = time.perf_counter() - start
         stats = src.statistics()

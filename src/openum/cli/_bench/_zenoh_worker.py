@@ -69,15 +69,10 @@ def pub(spec: dict[str, Any]) -> int:
     put = publisher.put
     sent = 0
     start = time.perf_counter()
-    if rate > 0:
-        for due in paced_batches(count, rate, None, start=start, quantum=PACING_QUANTUM):
-            while sent < due:
-                put(pack(sent) + pad)
-                sent += 1
-    else:
-        for i in range(count):
+    for due in paced_batches(count, rate, None, start=start, quantum=PACING_QUANTUM):  # rate 0: one batch
+        for i in range(sent, due):
             put(pack(i) + pad)
-        sent = count
+        sent = due
     seconds = time.perf_counter() - start
     emit(
         {

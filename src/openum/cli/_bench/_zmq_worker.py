@@ -64,17 +64,11 @@ def pub(spec: dict[str, Any]) -> int:
     send = sock.send
     sent = 0
     start = time.perf_counter()
-    if rate > 0:
-        for due in paced_batches(count, rate, None, start=start, quantum=PACING_QUANTUM):
-            while sent < due:
-                pack(payload, 0, sent)
-                send(payload)
-                sent += 1
-    else:
-        for i in range(count):
+    for due in paced_batches(count, rate, None, start=start, quantum=PACING_QUANTUM):  # rate 0: one batch
+        for i in range(sent, due):
             pack(payload, 0, i)
             send(payload)
-        sent = count
+        sent = due
     seconds = time.perf_counter() - start
     emit(
         {
