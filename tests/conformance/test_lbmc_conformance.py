@@ -741,8 +741,9 @@ def test_lbmc_kind_over_lbttcp(kind: str, tshark_bin: str, pcap_dir: Path) -> No
     for segment in case.segments:
         flow.send(segment)
     pcap = write_pcap(pcap_dir / f"lbmc_{kind}.pcap", flow.frames)
-    case.tshark.assert_clean(pcap)
-    rows = case.tshark.fields(pcap, ["frame.number", "_ws.col.Info", "lbmc.tcp_sid.sid", *case.expect])
+    rows = case.tshark.assert_clean(
+        pcap, fields=["frame.number", "_ws.col.Info", "lbmc.tcp_sid.sid", *case.expect]
+    )
     assert rows[3]["_ws.col.Info"] == ["TCP-SID"]
     if "lbmc.tcp_sid.sid" not in case.expect:
         assert [_norm(v) for row in rows for v in row.get("lbmc.tcp_sid.sid", [])] == [_norm(SESSION_ID)]

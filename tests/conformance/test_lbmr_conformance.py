@@ -1167,10 +1167,9 @@ def test_pack_records_datagrams_decode_cleanly(tshark: Tshark, pcap_dir: Path) -
     pcap = write_pcap(
         pcap_dir / "packed.pcap", [udp_frame(d, ident=i + 1, **MULTICAST) for i, d in enumerate(datagrams)]
     )
-    tshark.assert_clean(pcap)
-    rows = tshark.fields(
+    rows = tshark.assert_clean(
         pcap,
-        [
+        fields=[
             "lbmr.hdr.tqrs",
             "lbmr.tqr.name",
             "lbmr.tqr.pattern",

@@ -100,10 +100,9 @@ def test_forwarded_and_nat_rewritten_tirs_decode_cleanly(tshark_bin: str, tmp_pa
 
     pcap = write_pcap(tmp_path / "lbmrd.pcap", frames)
     tshark = Tshark(decode_as=(f"udp.port=={daemon.port},lbmr",))
-    tshark.assert_clean(pcap)
-    rows = tshark.fields(
+    rows = tshark.assert_clean(
         pcap,
-        [
+        fields=[
             "frame.protocols",
             "ip.dst",
             "lbmr.hdr.type",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import struct
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -55,6 +54,7 @@ from openum.wire.srs import (
     WildcardReceiverEnd,
     WildcardReceiverInfo,
 )
+from tests.conformance.tshark import PdmlItem as Item
 from tests.conformance.tshark import TcpFlow, Tshark, write_pcap
 
 pytestmark = pytest.mark.tshark
@@ -65,26 +65,6 @@ LBTTCP_PORT = 14371
 PDM_DECODE = ("tcp.port==14375,lbmpdm_tcp",)
 SRS_DECODE = ("tcp.port==27000,lbmsrs",)
 FIRST_DATA_FRAME = 4  # after the three handshake frames
-
-
-@dataclasses.dataclass(frozen=True)
-class Item:
-    """One PDML field: its filter name, shown value, label and raw bytes (hex)."""
-
-    name: str
-    show: str
-    showname: str
-    value: str
-
-
-def pdml(ts: Tshark, pcap: Path, frame: int) -> list[Item]:
-    xml = ts.run(pcap, "-T", "pdml", "-Y", f"frame.number=={frame}")
-    packets = ET.fromstring(xml).findall("packet")
-    assert len(packets) == 1, f"frame {frame} not in {pcap}"
-    return [
-        Item(f.get("name", ""), f.get("show", ""), f.get("showname", ""), f.get("value", ""))
-        for f in packets[0].iter("field")
-    ]
 
 
 def shows(items: Sequence[Item], name: str) -> list[str]:
@@ -266,8 +246,7 @@ def test_pdm_field_type_over_tcp(ftype: PdmFieldType, tshark: Tshark, pcap_dir: 
     assert pdm.decode(raw) == msg
     pcap = tcp_pcap(pcap_dir / "pdm.pcap", [(raw, False)], RECEIVER, 40011, SOURCE, PDM_PORT)
     ts = dataclasses.replace(tshark, decode_as=PDM_DECODE)
-    ts.assert_clean(pcap)
-    items = pdml(ts, pcap, FIRST_DATA_FRAME)
+    items = ts.assert_clean_pdml(pcap)[FIRST_DATA_FRAME]
     assert shows(items, "lbmpdm.len") == [str(len(raw))]
     assert shows(items, "lbmpdm.next_hdr") == [str(int(pdm.PdmSegmentType.DEFINITION))]
     check_pdm_definition(items, defn)
@@ -373,10 +352,10 @@ PDM_CARRIER_CASES: dict[str, Callable[[Path], Case]] = {
 def test_pdm_message_forms(case: str, tshark: Tshark, pcap_dir: Path) -> None:
     pcap, checks, custom = PDM_CARRIER_CASES[case](pcap_dir)
     ts = custom or dataclasses.replace(tshark, decode_as=PDM_DECODE)
-    ts.assert_clean(pcap)
+    decoded = ts.assert_clean_pdml(pcap)
     seen: dict[int, int] = {}
     for frame, msg in checks:
-        everything = pdml(ts, pcap, frame)
+        everything = decoded[frame]
         items = split_messages(everything)[seen.get(frame, 0)]
         seen[frame] = seen.get(frame, 0) + 1
         if msg.include_definition:
@@ -402,8 +381,7 @@ def test_pdm_variable_size_blob_array(tshark: Tshark, pcap_dir: Path) -> None:
     raw = pdm.encode(msg)
     pcap = tcp_pcap(pcap_dir / "pdm.pcap", [(raw, False)], RECEIVER, 40011, SOURCE, PDM_PORT)
     ts = dataclasses.replace(tshark, decode_as=PDM_DECODE)
-    ts.assert_clean(pcap)
-    items = pdml(ts, pcap, FIRST_DATA_FRAME)
+    items = ts.assert_clean_pdml(pcap)[FIRST_DATA_FRAME]
     assert shows(items, "lbmpdm.field.length") == [str(4 + 2 + 4 + 1)]
     body = only(items, "lbmpdm.field.value_blob")
     assert bytes.fromhex(body.value) == struct.pack(">I", 2) + b"ab" + struct.pack(">I", 1) + b"c"
@@ -553,8 +531,7 @@ def test_srs_message_over_tcp(case: str, tshark: Tshark, pcap_dir: Path) -> None
     assert srs.decode(raw) == frame
     pcap = srs_pcap(pcap_dir, [(raw, from_client)])
     ts = dataclasses.replace(tshark, decode_as=SRS_DECODE)
-    ts.assert_clean(pcap)
-    items = pdml(ts, pcap, FIRST_DATA_FRAME)
+    items = ts.assert_clean_pdml(pcap)[FIRST_DATA_FRAME]
     check_frame_header(items, frame, raw)
     (rec,) = srs.decode_records(getattr(frame, "data", b""))
     assert shows(items, "lbmsrs.message_id") == [str(rec.MESSAGE_ID)]
@@ -584,8 +561,7 @@ def test_srs_batch_of_every_record(tshark: Tshark, pcap_dir: Path) -> None:
     frame = PayloadFrame(3, srs.encode_records(records))
     pcap = srs_pcap(pcap_dir, [(srs.encode(frame), False)])
     ts = dataclasses.replace(tshark, decode_as=SRS_DECODE)
-    ts.assert_clean(pcap)
-    items = pdml(ts, pcap, FIRST_DATA_FRAME)
+    items = ts.assert_clean_pdml(pcap)[FIRST_DATA_FRAME]
     assert shows(items, "lbmsrs.message_id") == [str(r.MESSAGE_ID) for r in records]
     check_record(items, records[0], 0)
     check_record(items, records[1], 1)
@@ -633,15 +609,15 @@ def test_srs_session_with_every_frame_type(tshark: Tshark, pcap_dir: Path) -> No
     segments = [(b"".join(srs.encode(f) for f in group), from_client) for group, from_client in frames]
     pcap = srs_pcap(pcap_dir, segments)
     ts = dataclasses.replace(tshark, decode_as=SRS_DECODE)
-    ts.assert_clean(pcap)
+    decoded = ts.assert_clean_pdml(pcap)
 
-    setup = pdml(ts, pcap, FIRST_DATA_FRAME)
+    setup = decoded[FIRST_DATA_FRAME]
     assert shows(setup, "lbmsrs.rsocket.keepalive.interval") == ["5000"]
     assert shows(setup, "lbmsrs.rsocket.max_lifetime") == ["30000"]
     assert shows(setup, "lbmsrs.rsocket.mdata_mime_type") == ["application/octet-stream"]
     assert shows(setup, "lbmsrs.rsocket.version.major") == ["1"]
 
-    resume = pdml(ts, pcap, FIRST_DATA_FRAME + 1)
+    resume = decoded[FIRST_DATA_FRAME + 1]
     assert shows(resume, "lbmsrs.rsocket.flags.resume") == ["1"]
     assert shows(resume, "lbmsrs.rsocket.flags.lease") == ["1"]
     assert shows(resume, "lbmsrs.rsocket.resume.token") == ["tok"]
@@ -649,18 +625,18 @@ def test_srs_session_with_every_frame_type(tshark: Tshark, pcap_dir: Path) -> No
     assert shows(resume, "lbmsrs.rsocket.metadata") == ["md"]
     assert shows(resume, "lbmsrs.rir.topic") == ["A"]
 
-    keepalive = pdml(ts, pcap, FIRST_DATA_FRAME + 2)
+    keepalive = decoded[FIRST_DATA_FRAME + 2]
     assert shows(keepalive, "lbmsrs.rsocket.frame_type") == ["3"]
     assert shows(keepalive, "lbmsrs.rsocket.flags.respond") == ["1"]
     assert shows(keepalive, "lbmsrs.rsocket.keepalive_last_received_position") == ["123456789"]
 
-    channel = pdml(ts, pcap, FIRST_DATA_FRAME + 3)
+    channel = decoded[FIRST_DATA_FRAME + 3]
     assert shows(channel, "lbmsrs.rsocket.frame_type") == ["7"]
     assert shows(channel, "lbmsrs.rsocket.flags.complete") == ["1"]
     assert shows(channel, "lbmsrs.rsocket.request_n") == ["5"]
     assert shows(channel, "lbmsrs.rsocket.metadata_len") == ["1"]
 
-    control = pdml(ts, pcap, FIRST_DATA_FRAME + 4)
+    control = decoded[FIRST_DATA_FRAME + 4]
     assert shows(control, "lbmsrs.rsocket.frame_type") == ["10", "8", "9", "11", "2"]
     assert shows(control, "lbmsrs.rsocket.stream_id") == ["3", "3", "7", "3", "0"]
     assert shows(control, "lbmsrs.rsocket.request_n") == ["100"]
@@ -676,8 +652,7 @@ def test_srs_frame_split_across_segments(tshark: Tshark, pcap_dir: Path) -> None
     cut = 40
     pcap = srs_pcap(pcap_dir, [(raw[:cut], False), (raw[cut:], False)])
     ts = dataclasses.replace(tshark, decode_as=SRS_DECODE)
-    ts.assert_clean(pcap)
-    items = pdml(ts, pcap, FIRST_DATA_FRAME + 1)
+    items = ts.assert_clean_pdml(pcap)[FIRST_DATA_FRAME + 1]
     assert shows(items, "lbmsrs.message_id") == ["4", "5"]
     check_record(items, SIR)
     assert shows(items, "lbmsrs.rsocket.frame_type") == ["10", "3"]

@@ -375,9 +375,8 @@ def test_captured_lbtrm_session_with_loss_decodes_cleanly(run: Run, ports: Ports
         two_pass=True,
     )
     pcap = run.capture.pcap
-    tshark.assert_clean(pcap, allowed_expert=ALLOWED_EXPERT)
+    rows = tshark.assert_clean(pcap, allowed_expert=ALLOWED_EXPERT, fields=RM_FIELDS)
     _assert_heuristics_recognise(Tshark(decode_as=(lbmr,), prefs=prefs), pcap, "lbtrm")
-    rows = tshark.fields(pcap, RM_FIELDS)
     rm = [r for r in rows if "lbtrm.hdr.type" in r]
     assert not [r for r in rows if "lbtrm.hdr.type" not in r and ":lbmr" not in r["frame.protocols"][0]]
     # Every packet, the receiver's NAKs included, names the session, on the channel the TIR advertised.
@@ -463,9 +462,8 @@ def test_captured_lbtru_session_with_loss_decodes_cleanly(run: Run, ports: Ports
     run.close()
 
     pcap = run.capture.pcap
-    tshark.assert_clean(pcap, allowed_expert=ALLOWED_EXPERT)
+    rows = tshark.assert_clean(pcap, allowed_expert=ALLOWED_EXPERT, fields=RU_FIELDS)
     _assert_heuristics_recognise(Tshark(decode_as=(lbmr,), prefs=prefs), pcap, "lbtru")
-    rows = tshark.fields(pcap, RU_FIELDS)
     ru = [r for r in rows if "lbtru.hdr.type" in r]
     assert not [r for r in rows if "lbtru.hdr.type" not in r and ":lbmr" not in r["frame.protocols"][0]]
     kinds = _by_type(ru, "lbtru.hdr.type")

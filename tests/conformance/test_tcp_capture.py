@@ -75,10 +75,10 @@ def test_captured_tcp_session_decodes_cleanly_with_the_sent_topic_indices_and_sq
     # TCP's own flow control at work on the 150 KB message (the receiver's initial window is 64 KB), or a
     # spurious retransmission on a loaded machine, is a TCP-analysis warning about the connection, not
     # about what LBT-TCP put in it.
-    tshark.assert_clean(cap.pcap, allowed_expert=TCP_ANALYSIS_EXPERT)
-    rows = tshark.fields(
+    rows = tshark.assert_clean(
         cap.pcap,
-        [
+        allowed_expert=TCP_ANALYSIS_EXPERT,
+        fields=[
             "tcp.srcport",
             "tcp.dstport",
             "lbmr.tir.name",

@@ -111,10 +111,9 @@ def test_captured_topic_resolution_decodes_cleanly_and_follows_the_schedule(
     finally:
         cap.stop()
     tshark = Tshark(decode_as=(f"udp.port=={port},lbmr",))
-    tshark.assert_clean(cap.pcap)
-    rows = tshark.fields(
+    rows = tshark.assert_clean(
         cap.pcap,
-        [
+        fields=[
             "frame.time_relative",
             "ip.src",
             "lbmr.tir.name",

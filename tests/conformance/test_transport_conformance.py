@@ -384,14 +384,13 @@ def test_transport_packet_conformance(kind: str, tshark: Tshark, pcap_dir: Path)
     pcap = write_pcap(pcap_dir / f"{kind}.pcap", case.frames)
 
     # 1. clean decode: NAK warnings and NCF/RX notes are normal for a healthy flow (section 8)
-    tshark.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
-
-    # 2. the packet under test decodes to exactly what was encoded
     names = sorted(
         {*case.expect, "frame.protocols", "_ws.expert.message", f"{case.proto}.channel"}
         | ({"lbtru.channel.channel"} if case.proto == "lbtru" else set())
     )
-    rows = tshark.fields(pcap, names)
+    rows = tshark.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT, fields=names)
+
+    # 2. the packet under test decodes to exactly what was encoded
     assert len(rows) == len(case.frames)
     row = rows[-1]
     assert f":{case.proto}" in row["frame.protocols"][0]
@@ -444,8 +443,7 @@ ANALYSIS_FIELDS = [
 def test_lbtrm_sequence_analysis_recognises_retransmission(pcap_dir: Path, tshark_bin: str) -> None:
     analysis = Tshark(two_pass=True, prefs={"lbtrm.sequence_analysis": "TRUE"})
     pcap = write_pcap(pcap_dir / "lbtrm-rx-flow.pcap", _rm_flow(FLAG_RX))
-    analysis.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
-    rows = analysis.fields(pcap, ANALYSIS_FIELDS)
+    rows = analysis.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT, fields=ANALYSIS_FIELDS)
     assert len(rows) == 12
     for num in (9, 10):
         row = rows[num - 1]
@@ -481,9 +479,10 @@ def test_lbtru_sequence_analysis_recognises_retransmission(pcap_dir: Path, tshar
         ru_from_source(lbtru.encode(RuSessionMessage(1, 3, 0, 0, SID_OPTS))),
     ]
     pcap = write_pcap(pcap_dir / "lbtru-rx-flow.pcap", frames)
-    analysis.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
-    rows = analysis.fields(
-        pcap, ["lbtru.analysis.data_retransmission", "lbtru.analysis.sqn.frame", "_ws.expert.message"]
+    rows = analysis.assert_clean(
+        pcap,
+        allowed_expert=HEALTHY_EXPERT,
+        fields=["lbtru.analysis.data_retransmission", "lbtru.analysis.sqn.frame", "_ws.expert.message"],
     )
     assert len(rows) == 11
     assert _norm(rows[8]["lbtru.analysis.data_retransmission"][0]) == 1
@@ -520,5 +519,12 @@ def test_harness_flags_a_broken_packet(name: str, tshark: Tshark, pcap_dir: Path
         else ru_from_source(lbtru.encode(RuData(0, 0, junk, 0, SID_OPTS)))
     )
     pcap = write_pcap(pcap_dir / f"{name}-junk.pcap", [frame])
-    with pytest.raises(AssertionError, match=r"malformed|expert"):
-        tshark.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
+    # both forms of the gate (fields as JSON, the whole decode as PDML) see all three signs: the
+    # frame's malformed mark, its error item, and the expert tap's Errors section
+    for gate in (tshark.assert_clean, tshark.assert_clean_pdml):
+        with pytest.raises(AssertionError) as failure:
+            gate(pcap, allowed_expert=HEALTHY_EXPERT)
+        report = str(failure.value)
+        assert "frame 1: malformed (eth:ethertype:ip:udp:lbt" in report
+        assert "frame 1: expert 0x800000: Invalid LBMC type" in report
+        assert "expert tap Errors: Invalid LBMC type" in report

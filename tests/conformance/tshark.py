@@ -3,7 +3,8 @@
 Every conformance test follows the same recipe (ARCHITECTURE.md 4, ../shared/wire/):
 1. encode records with ``openum.wire``;
 2. wrap them in Ethernet/IPv4/UDP or TCP frames built here and write a classic pcap;
-3. decode with tshark and require: no ``_ws.malformed``, no expert item of severity warning or error
+3. decode with tshark (one run per capture: the checks, the expert tap and the test's own fields)
+   and require: no ``_ws.malformed``, no expert item of severity warning or error
    (except the ones a healthy flow is documented to produce, passed as ``allowed_expert``), no
    "Errors"/"Warnings" section from the expert tap, and decoded fields equal to what was encoded.
 """
@@ -16,9 +17,11 @@ import re
 import shutil
 import struct
 import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SEVERITY_WARNING = 0x00600000
 SEVERITY_ERROR = 0x00800000
@@ -223,37 +226,124 @@ class Tshark:
         args = ["-T", "json"]
         for name in names:
             args += ["-e", name]
-        out = self.run(pcap, *args)
-        frames = json.loads(out) if out.strip() else []
-        return [{k: list(v) for k, v in f["_source"]["layers"].items()} for f in frames]
+        return _json_rows(self.run(pcap, *args))[0]
 
     def protocols(self, pcap: Path) -> list[str]:
         return [f.get("frame.protocols", [""])[0] for f in self.fields(pcap, ["frame.protocols"])]
 
-    def assert_clean(self, pcap: Path, *, allowed_expert: Sequence[str] = ()) -> None:
-        """No malformed frame, no warning/error expert item except the allowed messages (regexes)."""
-        allowed = [re.compile(p) for p in allowed_expert]
-        problems: list[str] = []
-        rows = self.fields(
-            pcap,
-            ["frame.number", "_ws.malformed", "_ws.expert.severity", "_ws.expert.message", "frame.protocols"],
-        )
-        for row in rows:
-            num = row.get("frame.number", ["?"])[0]
-            if row.get("_ws.malformed"):
-                problems.append(f"frame {num}: malformed ({row.get('frame.protocols')})")
-            severities = row.get("_ws.expert.severity", [])
-            messages = row.get("_ws.expert.message", [])
-            for i, sev in enumerate(severities):
-                level = int(sev, 0)
-                msg = messages[i] if i < len(messages) else "?"
-                if level >= SEVERITY_WARNING and not any(p.search(msg) for p in allowed):
-                    problems.append(f"frame {num}: expert {hex(level)}: {msg}")
-        for section, summaries in expert_tap_sections(self.run(pcap, "-q", "-z", "expert")).items():
-            if section not in ("Errors", "Warns", "Warnings"):
-                continue
-            bad = [line for line in summaries if not any(p.search(line) for p in allowed)]
-            if bad:
-                problems.append(f"expert tap {section}: " + " | ".join(bad))
-        if problems:
-            raise AssertionError(f"{pcap}: tshark reports problems:\n  " + "\n  ".join(problems))
+    def assert_clean(
+        self, pcap: Path, *, allowed_expert: Sequence[str] = (), fields: Sequence[str] = ()
+    ) -> list[dict[str, list[str]]]:
+        """No malformed frame, no warning/error expert item except the allowed messages (regexes).
+
+        One tshark run checks every frame and the expert tap, and extracts ``fields`` on the way:
+        returned per frame as :meth:`fields` returns them (each field's values, in order).
+        """
+        names = list(dict.fromkeys([*CHECK_FIELDS, *fields]))
+        args = ["-T", "json"]
+        for name in names:
+            args += ["-e", name]
+        rows, tap = _json_rows(self.run(pcap, *args, "-z", "expert"))
+        checks = [
+            _FrameCheck(
+                row.get("frame.number", ["?"])[0],
+                bool(row.get("_ws.malformed")),
+                row.get("_ws.expert.severity", []),
+                row.get("_ws.expert.message", []),
+                row.get("frame.protocols", [""])[0],
+            )
+            for row in rows
+        ]
+        _raise_problems(pcap, checks, expert_tap_sections(tap), allowed_expert)
+        return [{k: v for k, v in row.items() if k in fields} for row in rows]
+
+    def assert_clean_pdml(
+        self, pcap: Path, *, allowed_expert: Sequence[str] = ()
+    ) -> dict[int, list[PdmlItem]]:
+        """:meth:`assert_clean` with the whole decode returned: frame number -> its PDML fields.
+
+        PDML carries what ``-e`` cannot: FT_NONE items (their label) and every item's raw bytes.
+        """
+        out = self.run(pcap, "-T", "pdml", "-z", "expert")
+        xml, _, tap = out.partition("</pdml>")
+        frames: dict[int, list[PdmlItem]] = {}
+        checks = []
+        for number, packet in enumerate(ET.fromstring(xml + "</pdml>").findall("packet"), start=1):
+            items = [
+                PdmlItem(f.get("name", ""), f.get("show", ""), f.get("showname", ""), f.get("value", ""))
+                for f in packet.iter("field")
+            ]
+            frames[number] = items
+            checks.append(
+                _FrameCheck(
+                    str(number),
+                    any(p.get("name") == "_ws.malformed" for p in packet.iter("proto")),
+                    [i.show for i in items if i.name == "_ws.expert.severity"],
+                    [i.show for i in items if i.name == "_ws.expert.message"],
+                    next((i.show for i in items if i.name == "frame.protocols"), ""),
+                )
+            )
+        _raise_problems(pcap, checks, expert_tap_sections(tap), allowed_expert)
+        return frames
+
+
+def _json_rows(out: str) -> tuple[list[dict[str, list[str]]], str]:
+    """``-T json -e ...`` output: per frame, each field's values; and any text after the array (a tap's)."""
+    out = out.lstrip()
+    frames: list[dict[str, Any]] = []
+    if out.startswith("["):  # no array at all when the capture has no frames
+        frames, end = json.JSONDecoder().raw_decode(out)
+        out = out[end:]
+    return [{k: list(v) for k, v in f["_source"]["layers"].items()} for f in frames], out
+
+
+# The fields assert_clean reads to judge each frame.
+CHECK_FIELDS = (
+    "frame.number",
+    "_ws.malformed",
+    "_ws.expert.severity",
+    "_ws.expert.message",
+    "frame.protocols",
+)
+
+
+@dataclass(frozen=True)
+class PdmlItem:
+    """One PDML field: its filter name, shown value, label and raw bytes (hex)."""
+
+    name: str
+    show: str
+    showname: str
+    value: str
+
+
+@dataclass(frozen=True)
+class _FrameCheck:
+    number: str
+    malformed: bool
+    severities: Sequence[str]
+    messages: Sequence[str]
+    protocols: str
+
+
+def _raise_problems(
+    pcap: Path, frames: Sequence[_FrameCheck], tap: Mapping[str, Sequence[str]], allowed_expert: Sequence[str]
+) -> None:
+    allowed = [re.compile(p) for p in allowed_expert]
+    problems: list[str] = []
+    for frame in frames:
+        if frame.malformed:
+            problems.append(f"frame {frame.number}: malformed ({frame.protocols})")
+        for i, sev in enumerate(frame.severities):
+            level = int(sev, 0)
+            msg = frame.messages[i] if i < len(frame.messages) else "?"
+            if level >= SEVERITY_WARNING and not any(p.search(msg) for p in allowed):
+                problems.append(f"frame {frame.number}: expert {hex(level)}: {msg}")
+    for section, summaries in tap.items():
+        if section not in ("Errors", "Warns", "Warnings"):
+            continue
+        bad = [line for line in summaries if not any(p.search(line) for p in allowed)]
+        if bad:
+            problems.append(f"expert tap {section}: " + " | ".join(bad))
+    if problems:
+        raise AssertionError(f"{pcap}: tshark reports problems:\n  " + "\n  ".join(problems))

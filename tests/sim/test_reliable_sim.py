@@ -622,11 +622,16 @@ def _lossy_rm_capture() -> SimNetwork:
 def test_lossy_lbtrm_capture_decodes_cleanly_in_tshark(tshark: Tshark, tmp_path: Path) -> None:
     net = _lossy_rm_capture()
     pcap = net.write_pcap(tmp_path / "lbtrm-lossy.pcap")
-    tshark.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
-
-    rows = tshark.fields(
+    rows = tshark.assert_clean(
         pcap,
-        ["frame.protocols", "lbtrm.hdr.type", "lbtrm.data.flags_fec_type.rx", "lbtrm.data.sqn", "lbmc.sqn"],
+        allowed_expert=HEALTHY_EXPERT,
+        fields=[
+            "frame.protocols",
+            "lbtrm.hdr.type",
+            "lbtrm.data.flags_fec_type.rx",
+            "lbtrm.data.sqn",
+            "lbmc.sqn",
+        ],
     )
     assert len(rows) == len(net.sent)
     assert all(":lbtrm" in row["frame.protocols"][0] for row in rows), "a frame not decoded as LBT-RM"
@@ -643,8 +648,11 @@ def test_lossy_lbtrm_capture_decodes_cleanly_in_tshark(tshark: Tshark, tmp_path:
 
     # Wireshark's own sequence analysis sees the retransmissions as repairs, not as duplicates
     analysis = Tshark(two_pass=True, prefs={"lbtrm.sequence_analysis": "TRUE"})
-    analysis.assert_clean(pcap, allowed_expert=HEALTHY_EXPERT)
-    flagged = analysis.fields(pcap, ["lbtrm.transport.data_retransmission", "_ws.expert.message"])
+    flagged = analysis.assert_clean(
+        pcap,
+        allowed_expert=HEALTHY_EXPERT,
+        fields=["lbtrm.transport.data_retransmission", "_ws.expert.message"],
+    )
     assert sum("lbtrm.transport.data_retransmission" in row for row in flagged) == len(rx)
     messages = [m for row in flagged for m in row.get("_ws.expert.message", [])]
     assert not [m for m in messages if "Duplicate" in m or "gap" in m or "out of order" in m], messages
