@@ -9,6 +9,9 @@ instruction counts:
   source batches them) into the connection in 64 KiB chunks and drives ``ctx.process_events(0)`` until
   the receiver callback (read the counter, check it is the next one) has seen every message: socket
   read, stream framing, LBMC decode, demultiplexing, delivery controller, ``Message``, callback.
+  ``receive --transport lbtrm``: the same over LBT-RM: a plain socket plays the source and sends its
+  datagrams (26 messages of 64 bytes each, as a source's 2 KB implicit batch holds them) to the group
+  on the loopback interface; the receiver adds the group socket's reads and the LBT-RM engine.
 * ``send``: ``Source.send(payload)`` on a TCP source with one connected plain socket as its receiver,
   drained after every 1000 sends: flags, flow control, batching, encoding, the socket writes.
 * ``echo``: one round at a time through both paths (a plain socket plays the remote source and
@@ -19,7 +22,7 @@ instruction counts:
   what the reliability engines add to a round trip shows here first.  Rounds per second.
 
     python bench/hotpath_bench.py [receive|send|echo|roundtrip|both] [--count 200000] [--size 64]
-                                  [--runs 5] [--transport tcp] [--json]
+                                  [--runs 5] [--transport tcp|lbtru|lbtrm] [--json]
     valgrind --tool=callgrind --callgrind-out-file=cg.out python bench/hotpath_bench.py receive --runs 1
 
 Results are messages per second (median of ``--runs`` after one warm-up run).
@@ -40,8 +43,9 @@ import time
 from typing import Any
 
 import openum
+from openum.wire import lbtrm
 from openum.wire.lbmc import encode_data_into
-from openum.wire.lbmr import TcpTransport, TopicInfo
+from openum.wire.lbmr import LbtrmTransport, TcpTransport, TopicInfo
 from openum.wire.lbttcp import session_id_message
 
 COUNTER = struct.Struct(">Q")
@@ -151,6 +155,110 @@ class ReceiveBench:
         self.ctx.process_events(0)
         self.ctx.close()
         self.listener.close()
+
+
+def _rm_datagrams(count: int, size: int, topic_index: int, session_id: int, port: int) -> list[bytes]:
+    """``count`` data messages as an LBT-RM source sends them: 20-byte DATA header (sqn 0, 1, ...) and
+    as many LBMC messages as the 2 KB implicit batch holds (26 of 64 bytes)."""
+    out = []
+    buf = bytearray(lbtrm.DATA_HEADER_LEN + BATCH)
+    used = 0
+    payload = bytearray(size)
+    for i in range(count):
+        COUNTER.pack_into(payload, 0, i)
+        if used and used + 12 + size > BATCH:
+            out.append(bytes(buf[: lbtrm.DATA_HEADER_LEN + used]))
+            used = 0
+        if not used:
+            lbtrm.encode_data_into(buf, 0, len(out), 0, ucast_port=port, session_id=session_id)
+        used = encode_data_into(buf, lbtrm.DATA_HEADER_LEN + used, topic_index, i, bytes(payload))
+        used -= lbtrm.DATA_HEADER_LEN
+    out.append(bytes(buf[: lbtrm.DATA_HEADER_LEN + used]))
+    return out
+
+
+class RmReceiveBench:
+    """``receive --transport lbtrm``: a receiver joined to an LBT-RM session that a plain socket plays.
+
+    The bench sends the session's datagrams to the group on the loopback interface, a window of them
+    at a time (well inside the socket buffer, so none is lost), and drives ``ctx.process_events(0)``
+    until the callback has seen each window: the group socket's reads, the LBT-RM engine's in-order
+    check, then the same demultiplexing and delivery as TCP's receive path.
+    """
+
+    WINDOW = 64  # datagrams written before the receiver reads them (about 280 KB of socket buffer)
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count = count
+        self.size = size
+        self.per_datagram = max(1, BATCH // (12 + size))
+        self.expected = 0
+        self.bad = 0
+        self.ctx = openum.Context(options=_options())
+        unpack = COUNTER.unpack_from
+        data_type = openum.MsgType.DATA
+
+        def on_message(msg: Any) -> None:
+            if msg.type is data_type:
+                c = unpack(msg.data, 0)[0]
+                if c != self.expected:
+                    self.bad += 1
+                self.expected = c + 1
+
+        self.rcv = self.ctx.create_receiver(TOPIC, on_message)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+        rng = random.Random()
+        self.group = (f"239.193.77.{rng.randrange(1, 250)}", rng.randrange(31000, 32000))
+        self.session_id = 0x5EED
+        self.info: TopicInfo | None = None
+
+    def _join(self) -> list[bytes]:
+        """A new session for each run, so the engine and the delivery controller start clean."""
+        if self.info is not None:
+            self.rcv._source_gone(self.info, "")
+            self.ctx.process_events(0)
+        self.session_id += 1
+        port = self.sock.getsockname()[1]
+        self.info = TopicInfo(
+            TOPIC, 1, LbtrmTransport("127.0.0.1", self.group[0], self.session_id, self.group[1], port)
+        )
+        text = f"LBTRM:127.0.0.1:{port}:{self.session_id:08x}:{self.group[0]}:{self.group[1]}[1]"
+        self.rcv._source_found(self.info, text)
+        self.ctx.process_events(0)
+        return _rm_datagrams(self.count, self.size, 1, self.session_id, port)
+
+    def run(self) -> float:
+        datagrams = self._join()
+        self.expected = 0
+        process = self.ctx.process_events
+        sendto = self.sock.sendto
+        group = self.group
+        start = time.perf_counter()
+        for first in range(0, len(datagrams), self.WINDOW):
+            window = datagrams[first : first + self.WINDOW]
+            for datagram in window:
+                sendto(datagram, group)
+            want = min(self.count, (first + len(window)) * self.per_datagram)
+            deadline = time.monotonic() + 10
+            while self.expected < want:
+                process(0)
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"receive bench (lbtrm): stuck at {self.expected}/{want} messages")
+        seconds = time.perf_counter() - start
+        if self.expected != self.count or self.bad:
+            raise SystemExit(
+                f"receive bench (lbtrm): got {self.expected}/{self.count}, {self.bad} out of order"
+            )
+        return self.count / seconds
+
+    def close(self) -> None:
+        self.rcv.close()
+        self.ctx.process_events(0)
+        self.ctx.close()
+        self.sock.close()
 
 
 class SendBench:
@@ -357,7 +465,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
-        "--transport", choices=("tcp", "lbtru", "lbtrm"), default="tcp", help="roundtrip only"
+        "--transport",
+        choices=("tcp", "lbtru", "lbtrm"),
+        default="tcp",
+        help="roundtrip: any; receive: tcp or lbtrm; send, echo: tcp",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -371,9 +482,19 @@ def main() -> None:
         "cpus": os.cpu_count(),
     }
     kinds = ("receive", "send") if args.which == "both" else (args.which,)
+    allowed = {"roundtrip": ("tcp", "lbtru", "lbtrm"), "receive": ("tcp", "lbtrm")}
+    for kind in kinds:
+        if args.transport not in allowed.get(kind, ("tcp",)):
+            parser.error(
+                f"{kind} runs over {' or '.join(allowed.get(kind, ('tcp',)))}, not {args.transport}"
+                + (" (an LBT-RU receiver needs a source that answers it)" if kind == "receive" else "")
+            )
     for kind in kinds:
         if kind == "roundtrip":
             bench = RoundTripBench(args.count, args.size, args.transport)
+            result["transport"] = args.transport
+        elif kind == "receive" and args.transport == "lbtrm":
+            bench = RmReceiveBench(args.count, args.size)
             result["transport"] = args.transport
         else:
             bench = BENCHES[kind](args.count, args.size)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from openum._message import Message, MsgType
 from openum.config import Attributes
 from openum.protocol.resolution import ReceiverSpec, SourceKey, WildcardSpec, compile_pattern, source_key
-from openum.runtime import EventKind, EventQueue, callback_scope, callback_state, forbid_in_callback
+from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
 from openum.wire.lbmr import TopicInfo
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 _ids = itertools.count(1)
 # Final: compiled, these are read from C variables rather than looked up in the module's dict.
 _DATA: Final = MsgType.DATA
-_state: Final = callback_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +70,7 @@ class _Subscriber:
             raise TypeError("the receiver callback must be callable (it is called with each Message)")
         self.id = next(_ids)
         self.ctx = ctx
+        self._loop = ctx._loop
         self.attributes = attrs
         self.callback = callback
         self.clientd = clientd
@@ -123,7 +123,8 @@ class _Subscriber:
 
         The hot path (once per delivered message): the direct call is inlined here rather than going
         through :meth:`_run_callback`, and the callback scope is entered only when the thread is not in
-        one already (the event loop enters it around every socket and timer callback)."""
+        one already (the event loop enters it around every socket and timer callback, and counts that
+        in ``EventLoop.in_callback``: a plain attribute, where the thread-local costs a lookup)."""
         if self.closed:
             return
         if msg.type is _DATA:
@@ -141,7 +142,7 @@ class _Subscriber:
             self.event_queue.enqueue(kind, self._run_callback, msg)
             return
         try:
-            if _state.depth:
+            if self._loop.in_callback:  # delivery runs on the loop's thread only
                 callback(msg)
             else:
                 with callback_scope():
@@ -185,7 +186,7 @@ class _Subscriber:
             self.event_queue.enqueue(EventKind.DATA, self._run_callback, msg)
             return
         try:
-            if _state.depth:
+            if self._loop.in_callback:  # delivery runs on the loop's thread only
                 callback(msg)
             else:
                 with callback_scope():

@@ -21,6 +21,7 @@ import pytest
 
 import openum
 from openum import MsgType, SendFlags, SourceEvent, SourceString
+from openum.runtime import in_context_callback
 from openum.wire.lbmc import PropertyType, SessionIdHeader, TypedValue, decode_message_at
 from openum.wire.lbttcp import StreamDecoder, session_id_message
 from tests.helpers import wait_until
@@ -179,6 +180,38 @@ def test_message_properties_of_all_eight_types_arrive_equal(harness: Harness) ->
     assert large.data == big_payload
     assert plain.data == b"no properties"
     assert not plain.properties
+
+
+def test_receiver_callbacks_run_in_the_callback_scope_and_leave_none_open(harness: Harness) -> None:
+    """Every message is delivered inside the loop's callback scope (so a blocking call from the callback
+    is refused), a raising callback included, and the scope is closed once the loop is done: in
+    sequential mode the application's thread is no longer in a callback when process_events returns."""
+    pub, sub = harness.context(), harness.context("context operational_mode sequential")
+    src, events = connected_source(pub, "pubsub/scope")
+    seen: list[tuple[bool, str]] = []
+
+    def callback(msg: openum.Message) -> None:
+        if msg.type is not DATA:
+            return
+        try:
+            sub.close()
+        except openum.InvalidStateError as exc:
+            seen.append((in_context_callback(), str(exc)))
+        else:  # pragma: no cover - the assertion below reports it
+            seen.append((in_context_callback(), "closed"))
+        if bytes(msg.data) == b"raise":
+            raise RuntimeError("a receiver callback that raises")
+
+    sub.create_receiver("pubsub/scope", callback)
+    assert wait_until(lambda: (sub.process_events(5), events.count(SourceEvent.CONNECT) >= 1)[1], WAIT)
+    for payload in (b"raise", b"one", b"raise", b"two"):
+        src.send(payload, SendFlags.FLUSH)
+    assert wait_until(lambda: (sub.process_events(5), len(seen) >= 4)[1], WAIT)
+    assert [inside for inside, _ in seen] == [True] * 4
+    assert all("callback" in text for _, text in seen), seen
+    assert not in_context_callback()
+    assert sub._loop.in_callback == 0
+    assert not sub.closed
 
 
 # -- 3. many topics on a few sessions -----------------------------------------------------------------

@@ -76,6 +76,10 @@ class EventLoop:
         self._running_thread: threading.Thread | None = None
         self._closed = False
         self.iterations = 0
+        #: How many of this loop's callback scopes are open: ``callback_state.depth`` as this loop added
+        #: to it.  Code that runs only on the loop's thread (message delivery) reads this plain attribute
+        #: to know the thread is in a callback scope already, instead of the thread-local.
+        self.in_callback = 0
 
     @property
     def running(self) -> bool:
@@ -216,12 +220,14 @@ class EventLoop:
         # callback_scope(), inlined: this runs for every descriptor event, call and timer.
         state = _state
         state.depth += 1
+        self.in_callback += 1
         try:
             callback(*args)
         except Exception:
             self.log.exception("context %s: %s callback %r raised", self.name, what, callback)
         finally:
             state.depth -= 1
+            self.in_callback -= 1
 
     def run_once(self, timeout_ns: int | None) -> int:
         """One iteration: wait up to ``timeout_ns`` (None: until the next timer or a wake-up).
@@ -271,6 +277,7 @@ class EventLoop:
         ran = 0
         state = _state
         state.depth += 1
+        self.in_callback += 1
         try:
             for fd, mask in events:
                 reg = fds.get(fd)
@@ -294,6 +301,7 @@ class EventLoop:
                     )
         finally:
             state.depth -= 1
+            self.in_callback -= 1
         return ran
 
     def _queue_fd(self, reg: _FdRegistration, fired: FdEvent) -> int:

@@ -110,6 +110,13 @@ class LbmcDemux:
         topics = self.topics
         offset = start
         end = len(view)
+        # Declared so that, compiled, the header's fields are native integers (arithmetic and tests
+        # without boxed objects), not what struct's unpack returns (typed Any).
+        ver_type: int
+        first: int
+        msglen: int
+        tidx: int
+        sqn: int
         while offset < end:
             # Plain data messages (wire lbmc §2.1, no extension headers) inline, as decode_data_fast
             # would decode them: no function call or result tuple per message.
@@ -173,6 +180,11 @@ class LbmcDemux:
         offset = 0
         received = 0
         no_topic = 0
+        ver_type: int  # native integers when compiled, as in dispatch()
+        first: int
+        msglen: int
+        tidx: int
+        sqn: int
         try:
             while True:
                 remaining = end - offset
