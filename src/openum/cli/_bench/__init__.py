@@ -10,7 +10,7 @@ the others are reported as not available) and every installed peer (pyzmq PUB/SU
   warm-up;
 * the maximum sustainable rate of the UDP transports (binary search on the send rate);
 * a message size sweep (16 B .. 64 KB);
-* the subscriber's RSS at 1 M and 3 M messages (10 M with ``--long``).
+* the subscriber's RSS at 1 M and 10 M messages (``--memory N`` for a shorter check).
 
 The harness lives in this package (``_harness``, ``_report``); worker processes run
 ``python -m openum.cli._bench._worker SPEC``.  ``bench/system_bench.py`` is the same command for a
@@ -123,10 +123,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         dest="memory_count",
-        help="receiver memory check: RSS at 1 M and at N messages (default 3000000)",
-    )
-    memory.add_argument(
-        "--long", action="store_true", help="receiver memory check up to 10 M messages (PERFORMANCE.md)"
+        help="receiver memory check: RSS at 1 M and at N messages (default 10000000: the target)",
     )
     memory.add_argument("--no-memory", action="store_true", help="skip the receiver memory check")
     p.add_argument(
@@ -168,7 +165,7 @@ def _sizes(text: str) -> list[int]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from openum._source import AVAILABLE_TRANSPORTS
-    from openum.cli._bench._harness import PEERS, TRANSPORTS, Bench, Settings
+    from openum.cli._bench._harness import MEMORY_TARGET_COUNT, PEERS, TRANSPORTS, Bench, Settings
     from openum.cli._bench._report import markdown
 
     transports = args.transports or list(TRANSPORTS)
@@ -191,7 +188,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         only = [b for b in only if b != "rate"]
     if args.no_memory:
         only = [b for b in only if b != "memory"]
-    memory_count = 10_000_000 if args.long else (args.memory_count or 3_000_000)
+    memory_count = args.memory_count or MEMORY_TARGET_COUNT
     if args.rate_duration <= 0:
         print("openum bench: --rate-duration must be positive", file=sys.stderr)
         return EXIT_USAGE
