@@ -123,8 +123,8 @@ class _Subscriber:
 
         The hot path (once per delivered message): the direct call is inlined here rather than going
         through :meth:`_run_callback`, and the callback scope is entered only when the thread is not in
-        one already (the event loop enters it around every socket and timer callback, and counts that
-        in ``EventLoop.in_callback``: a plain attribute, where the thread-local costs a lookup)."""
+        one already (the event loop enters it while a thread runs it, and counts that in
+        ``EventLoop.in_callback``: a plain attribute, where the thread-local costs a lookup)."""
         if self.closed:
             return
         if msg.type is _DATA:

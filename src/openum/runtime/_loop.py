@@ -76,9 +76,10 @@ class EventLoop:
         self._running_thread: threading.Thread | None = None
         self._closed = False
         self.iterations = 0
-        #: How many of this loop's callback scopes are open: ``callback_state.depth`` as this loop added
-        #: to it.  Code that runs only on the loop's thread (message delivery) reads this plain attribute
-        #: to know the thread is in a callback scope already, instead of the thread-local.
+        #: How many callback scopes (``callback_state.depth``) the thread running this loop entered for it:
+        #: one for a whole ``run`` or ``process_for``, or around one iteration's callbacks (``_enter``).
+        #: Code that runs only on the loop's thread (message delivery) reads this plain attribute to know
+        #: the thread is in a callback scope already, instead of the thread-local.
         self.in_callback = 0
 
     @property
@@ -217,17 +218,11 @@ class EventLoop:
             raise InvalidStateError("the context's event loop is closed")
 
     def _invoke(self, what: str, callback: Callable[..., Any], *args: Any) -> None:
-        # callback_scope(), inlined: this runs for every descriptor event, call and timer.
-        state = _state
-        state.depth += 1
-        self.in_callback += 1
+        # In the callback scope the loop entered when it started running (_enter).
         try:
             callback(*args)
         except Exception:
             self.log.exception("context %s: %s callback %r raised", self.name, what, callback)
-        finally:
-            state.depth -= 1
-            self.in_callback -= 1
 
     def run_once(self, timeout_ns: int | None) -> int:
         """One iteration: wait up to ``timeout_ns`` (None: until the next timer or a wake-up).
@@ -262,6 +257,21 @@ class EventLoop:
                     else:
                         wait_ns = until_timer
         events = self._wait(None if wait_ns is None else wait_ns / 1e9)  # wait_ns is None or >= 0
+        if self.in_callback:  # the thread is in the callback scope for its whole run (_enter)
+            return self._run_ready(events)
+        # A single iteration (process_events(0), a busy poll, or process_at): the scope is entered only
+        # when something is ready, so that an empty poll stays cheap.
+        if not events and not self._calls and not self._timer_due(self.clock.now_ns()):
+            return 0
+        _state.depth += 1
+        self.in_callback += 1
+        try:
+            return self._run_ready(events)
+        finally:
+            self.in_callback -= 1
+            _state.depth -= 1
+
+    def _run_ready(self, events: list[tuple[int, int]]) -> int:
         ran = self._fire_fds(events) if events else 0
         if self._calls:
             ran += self._run_calls()
@@ -270,38 +280,29 @@ class EventLoop:
     def _fire_fds(self, events: list[tuple[int, int]]) -> int:
         """Run the callbacks of the ready descriptors (``(fd, poller mask)`` pairs).
 
-        The hot path of every received message: one callback scope (``callback_scope()``, inlined, as
-        in :meth:`_invoke`) around all of them, and each callback called directly."""
+        The hot path of every received message: each callback called directly, in the callback scope
+        the loop entered when it started running (:meth:`_enter`)."""
         fds = self._fds  # a dict read is atomic; the callbacks run outside the lock anyway
         fired = self._poller.fired
         ran = 0
-        state = _state
-        state.depth += 1
-        self.in_callback += 1
-        try:
-            for fd, mask in events:
-                reg = fds.get(fd)
-                if reg is None:
-                    if fd == self._wake_r:
-                        self._drain_wake()
-                    elif self._deadline is not None and fd == self._deadline.fd:
-                        self._deadline.clear()  # the timers due run after the descriptors
-                    continue  # unregistered since the poll
-                if reg.paused:
-                    continue
-                if reg.event_queue is not None:
-                    ran += self._queue_fd(reg, fired[mask])
-                    continue
-                ran += 1
-                try:
-                    reg.callback(fd, fired[mask], reg.clientd)
-                except Exception:
-                    self.log.exception(
-                        "context %s: file descriptor callback %r raised", self.name, reg.callback
-                    )
-        finally:
-            state.depth -= 1
-            self.in_callback -= 1
+        for fd, mask in events:
+            reg = fds.get(fd)
+            if reg is None:
+                if fd == self._wake_r:
+                    self._drain_wake()
+                elif self._deadline is not None and fd == self._deadline.fd:
+                    self._deadline.clear()  # the timers due run after the descriptors
+                continue  # unregistered since the poll
+            if reg.paused:
+                continue
+            if reg.event_queue is not None:
+                ran += self._queue_fd(reg, fired[mask])
+                continue
+            ran += 1
+            try:
+                reg.callback(fd, fired[mask], reg.clientd)
+            except Exception:
+                self.log.exception("context %s: file descriptor callback %r raised", self.name, reg.callback)
         return ran
 
     def _queue_fd(self, reg: _FdRegistration, fired: FdEvent) -> int:
@@ -343,12 +344,15 @@ class EventLoop:
             self._invoke("queued", callback, *args)
             ran += 1
 
-    def _fire_timers(self, now_ns: int) -> int:
+    def _timer_due(self, now_ns: int) -> bool:
         heap = self._timers._heap
         try:
-            if not heap or heap[0].deadline_ns > now_ns:  # nothing due (a peek; heapq ops are atomic)
-                return 0
+            return bool(heap) and heap[0].deadline_ns <= now_ns  # a peek; heapq ops are atomic
         except IndexError:  # emptied by another thread (close) since the test
+            return False
+
+    def _fire_timers(self, now_ns: int) -> int:
+        if not self._timer_due(now_ns):
             return 0
         ran = 0
         # A timer may schedule another that is already due (a zero delay): keep going until none is.
@@ -365,9 +369,27 @@ class EventLoop:
                 else:
                     self._invoke("timer", timer.callback, timer.clientd)
 
+    def _enter(self, scope: bool = True) -> None:
+        """This thread starts running the loop.  Everything the loop runs from here to :meth:`_leave` is a
+        context callback, so for a run of many iterations (``scope``) the thread enters the callback scope
+        once (``callback_scope()``, inlined), not around each iteration's callbacks: reading or writing a
+        thread-local attribute costs about 500 instructions, and each scope takes four (over 2,000
+        instructions per received message in a round trip).  A single iteration enters it in
+        :meth:`run_once`, only when something is ready."""
+        self._running_thread = threading.current_thread()
+        if scope:
+            _state.depth += 1
+            self.in_callback += 1
+
+    def _leave(self, scope: bool = True) -> None:
+        if scope:
+            self.in_callback -= 1
+            _state.depth -= 1
+        self._running_thread = None
+
     def run(self) -> None:
         """Run until :meth:`stop` (the embedded-mode context thread)."""
-        self._running_thread = threading.current_thread()
+        self._enter()
         try:
             while not self._stop:
                 self.run_once(None)
@@ -376,7 +398,7 @@ class EventLoop:
             while self._run_calls():
                 pass
         finally:
-            self._running_thread = None
+            self._leave()
 
     def process_for(self, msec: int) -> int:
         """Sequential mode: run for ``msec`` milliseconds of the loop's clock, or until :meth:`unblock`."""
@@ -384,16 +406,16 @@ class EventLoop:
             if msec < 0:
                 raise ValueError(f"process_events needs msec >= 0, not {msec}")
             # process_events(0), a busy-waiting application's poll: one iteration that does not wait.
-            self._running_thread = threading.current_thread()
+            self._enter(scope=False)
             try:
                 return self.run_once(0)
             finally:
-                self._running_thread = None
+                self._leave(scope=False)
                 self._unblock = False
         end = self.clock.now_ns() + msec * NS_PER_MS
         ran = 0
         self._unblock = False
-        self._running_thread = threading.current_thread()
+        self._enter()
         try:
             while True:
                 remaining = end - self.clock.now_ns()
@@ -404,7 +426,7 @@ class EventLoop:
                 if self.clock.now_ns() >= end:
                     return ran
         finally:
-            self._running_thread = None
+            self._leave()
 
     def process_at(self, now_ns: int) -> int:
         """Sequential mode on the caller's clock: move a :class:`ManualClock` to ``now_ns`` and run every
@@ -412,11 +434,11 @@ class EventLoop:
         if not isinstance(self.clock, ManualClock):
             raise InvalidStateError("process_at() needs a context created with a manual clock")
         self.clock.set(now_ns)
-        self._running_thread = threading.current_thread()
+        self._enter(scope=False)
         try:
             return self.run_once(0)
         finally:
-            self._running_thread = None
+            self._leave(scope=False)
 
     @property
     def running_thread(self) -> threading.Thread | None:

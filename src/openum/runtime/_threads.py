@@ -32,8 +32,9 @@ def in_context_callback() -> bool:
 
 
 class _CallbackScope:
-    """``with callback_scope():`` marks the thread as running a context callback (the event loop enters it
-    around every callback it runs; nested scopes are allowed)."""
+    """``with callback_scope():`` marks the thread as running a context callback (nested scopes are
+    allowed).  The event loop enters the scope once for as long as a thread runs it (everything it runs is
+    a context callback); event queues enter it around each event they dispatch."""
 
     __slots__ = ()
 

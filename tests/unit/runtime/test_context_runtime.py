@@ -13,6 +13,7 @@ import pytest
 
 import openum
 from openum import Context, EventQueue, FdEvent, ManualClock
+from openum.runtime import in_context_callback
 from tests.helpers import wait_until
 
 MS = 1_000_000
@@ -244,6 +245,31 @@ def test_blocking_calls_refused_from_context_thread_callbacks() -> None:
     assert len(errors) == 3
     assert all("callback" in str(e) for e in errors)
     evq.close()
+
+
+@pytest.mark.parametrize("how", ["busy poll", "wait", "manual clock"])
+def test_callbacks_run_in_the_callback_scope_however_a_sequential_context_runs(how: str) -> None:
+    """process_events(0) (one iteration, entering the scope only when something is ready), process_events
+    with a wait (one scope for the whole call) and process_events_at: a timer callback is a context
+    callback every time, and the application's thread is not, before or after."""
+    ctx = sequential() if how == "manual clock" else Context(options=["context operational_mode sequential"])
+    seen: list[bool] = []
+    ctx.schedule_timer(0, lambda _: seen.append(in_context_callback()))
+    ctx.schedule_timer(0, lambda _: seen.append(in_context_callback()))
+    for _ in range(200):
+        assert not in_context_callback()
+        if how == "busy poll":
+            ctx.process_events(0)
+        elif how == "wait":
+            ctx.process_events(20)
+        else:
+            ctx.process_events_at(MS)
+        assert not in_context_callback()
+        assert ctx._loop.in_callback == 0
+        if len(seen) == 2:
+            break
+    assert seen == [True, True]
+    ctx.close()
 
 
 def test_closing_while_another_thread_processes_events_is_refused() -> None:
