@@ -80,10 +80,11 @@ def _stream(count: int, size: int, topic_index: int) -> bytes:
     return bytes(out)
 
 
-class ReceiveBench:
-    """A receiver joined to a socket we write into."""
+class _CountingReceiver:
+    """A sequential-mode context with one receiver whose callback checks that the counters (0, 1, ...)
+    arrive in order: ``expected`` is the next one, ``bad`` counts the others."""
 
-    def __init__(self, count: int, size: int) -> None:
+    def __init__(self, count: int) -> None:
         self.count = count
         self.expected = 0
         self.bad = 0
@@ -99,6 +100,17 @@ class ReceiveBench:
                 self.expected = c + 1
 
         self.rcv = self.ctx.create_receiver(TOPIC, on_message)
+
+    def _check(self, what: str) -> None:
+        if self.expected != self.count or self.bad:
+            raise SystemExit(f"{what}: got {self.expected}/{self.count}, {self.bad} out of order")
+
+
+class ReceiveBench(_CountingReceiver):
+    """A receiver joined to a socket we write into."""
+
+    def __init__(self, count: int, size: int) -> None:
+        super().__init__(count)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.session_id = 0x5EED
         self.stream = _stream(count, size, 1)
@@ -140,8 +152,7 @@ class ReceiveBench:
             while self.ctx._subscriptions.sessions and self._pending(offset + len(chunk)):
                 process(0)
         seconds = time.perf_counter() - start
-        if self.expected != self.count or self.bad:
-            raise SystemExit(f"receive bench: got {self.expected}/{self.count}, {self.bad} out of order")
+        self._check("receive bench")
         return self.count / seconds
 
     def _pending(self, written: int) -> bool:
@@ -177,7 +188,7 @@ def _rm_datagrams(count: int, size: int, topic_index: int, session_id: int, port
     return out
 
 
-class RmReceiveBench:
+class RmReceiveBench(_CountingReceiver):
     """``receive --transport lbtrm``: a receiver joined to an LBT-RM session that a plain socket plays.
 
     The bench sends the session's datagrams to the group on the loopback interface, a window of them
@@ -189,23 +200,9 @@ class RmReceiveBench:
     WINDOW = 64  # datagrams written before the receiver reads them (about 280 KB of socket buffer)
 
     def __init__(self, count: int, size: int) -> None:
-        self.count = count
+        super().__init__(count)
         self.size = size
         self.per_datagram = max(1, BATCH // (12 + size))
-        self.expected = 0
-        self.bad = 0
-        self.ctx = openum.Context(options=_options())
-        unpack = COUNTER.unpack_from
-        data_type = openum.MsgType.DATA
-
-        def on_message(msg: Any) -> None:
-            if msg.type is data_type:
-                c = unpack(msg.data, 0)[0]
-                if c != self.expected:
-                    self.bad += 1
-                self.expected = c + 1
-
-        self.rcv = self.ctx.create_receiver(TOPIC, on_message)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
@@ -248,10 +245,7 @@ class RmReceiveBench:
                 if time.monotonic() > deadline:
                     raise SystemExit(f"receive bench (lbtrm): stuck at {self.expected}/{want} messages")
         seconds = time.perf_counter() - start
-        if self.expected != self.count or self.bad:
-            raise SystemExit(
-                f"receive bench (lbtrm): got {self.expected}/{self.count}, {self.bad} out of order"
-            )
+        self._check("receive bench (lbtrm)")
         return self.count / seconds
 
     def close(self) -> None:

@@ -223,10 +223,7 @@ class Tshark:
 
     def fields(self, pcap: Path, names: Sequence[str]) -> list[dict[str, list[str]]]:
         """Per frame, each requested field's values (every occurrence, in order)."""
-        args = ["-T", "json"]
-        for name in names:
-            args += ["-e", name]
-        return _json_rows(self.run(pcap, *args))[0]
+        return _json_rows(self.run(pcap, *_json_args(names)))[0]
 
     def protocols(self, pcap: Path) -> list[str]:
         return [f.get("frame.protocols", [""])[0] for f in self.fields(pcap, ["frame.protocols"])]
@@ -240,10 +237,7 @@ class Tshark:
         returned per frame as :meth:`fields` returns them (each field's values, in order).
         """
         names = list(dict.fromkeys([*CHECK_FIELDS, *fields]))
-        args = ["-T", "json"]
-        for name in names:
-            args += ["-e", name]
-        rows, tap = _json_rows(self.run(pcap, *args, "-z", "expert"))
+        rows, tap = _json_rows(self.run(pcap, *_json_args(names), "-z", "expert"))
         checks = [
             _FrameCheck(
                 row.get("frame.number", ["?"])[0],
@@ -254,7 +248,7 @@ class Tshark:
             )
             for row in rows
         ]
-        _raise_problems(pcap, checks, expert_tap_sections(tap), allowed_expert)
+        _raise_problems(pcap, checks, tap, allowed_expert)
         return [{k: v for k, v in row.items() if k in fields} for row in rows]
 
     def assert_clean_pdml(
@@ -283,8 +277,15 @@ class Tshark:
                     next((i.show for i in items if i.name == "frame.protocols"), ""),
                 )
             )
-        _raise_problems(pcap, checks, expert_tap_sections(tap), allowed_expert)
+        _raise_problems(pcap, checks, tap, allowed_expert)
         return frames
+
+
+def _json_args(names: Sequence[str]) -> list[str]:
+    args = ["-T", "json"]
+    for name in names:
+        args += ["-e", name]
+    return args
 
 
 def _json_rows(out: str) -> tuple[list[dict[str, list[str]]], str]:
@@ -327,8 +328,9 @@ class _FrameCheck:
 
 
 def _raise_problems(
-    pcap: Path, frames: Sequence[_FrameCheck], tap: Mapping[str, Sequence[str]], allowed_expert: Sequence[str]
+    pcap: Path, frames: Sequence[_FrameCheck], tap: str, allowed_expert: Sequence[str]
 ) -> None:
+    """The clean-decode gate: ``frames`` as tshark judged them, ``tap`` the expert tap's text."""
     allowed = [re.compile(p) for p in allowed_expert]
     problems: list[str] = []
     for frame in frames:
@@ -339,7 +341,7 @@ def _raise_problems(
             msg = frame.messages[i] if i < len(frame.messages) else "?"
             if level >= SEVERITY_WARNING and not any(p.search(msg) for p in allowed):
                 problems.append(f"frame {frame.number}: expert {hex(level)}: {msg}")
-    for section, summaries in tap.items():
+    for section, summaries in expert_tap_sections(tap).items():
         if section not in ("Errors", "Warns", "Warnings"):
             continue
         bad = [line for line in summaries if not any(p.search(line) for p in allowed)]
