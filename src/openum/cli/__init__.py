@@ -47,6 +47,13 @@ def config_arguments() -> argparse.ArgumentParser:
         metavar="NAME",
         help="application name selecting an <application> of XML files (LBM_XML_CONFIG_APPNAME)",
     )
+    group.add_argument(
+        "--allow-unimplemented",
+        action="store_true",
+        help="let options openum does not implement through (they have no effect; each context logs one "
+        "warning per option) instead of refusing them: for migrating a UM configuration "
+        "(OPENUM_UNIMPLEMENTED_OPTIONS=warn does the same)",
+    )
     return parent
 
 
@@ -98,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
+        if getattr(args, "allow_unimplemented", False):
+            from openum.config import set_unimplemented_policy
+
+            set_unimplemented_policy("warn")
         return handler(args)
     except ConfigError as exc:
         print(f"openum: configuration error:\n{exc}", file=sys.stderr)

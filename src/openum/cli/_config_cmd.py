@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from openum._errors import ConfigError
-from openum.config import REGISTRY, SCOPES, Config, Option
+from openum.config import ENV_POLICY, REGISTRY, SCOPES, Config, Option
 
 __all__ = ["register", "render_markdown"]
 
@@ -32,7 +32,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--format",
         choices=("table", "tsv", "json", "markdown"),
         default="table",
-        help="table (default), tsv (scope, option, type, default), json or markdown",
+        help="table (default), tsv (scope, option, type, default, status), json or markdown; the status says "
+        "whether openum implements the option: implemented, not implemented, or partial: VALUES",
     )
     opts.set_defaults(handler=cmd_options)
 
@@ -67,12 +68,16 @@ def _type_name(opt: Option) -> str:
     return opt.type.kind
 
 
+def _status(scope: str, opt: Option) -> str:
+    return REGISTRY.support(scope, opt.name).text
+
+
 def cmd_options(args: argparse.Namespace) -> int:
     pairs = list(REGISTRY.pairs(args.scope))
     out = sys.stdout
     if args.format == "tsv":
         for scope, opt in pairs:
-            out.write(f"{scope}\t{opt.name}\t{_type_name(opt)}\t{opt.default_text}\n")
+            out.write(f"{scope}\t{opt.name}\t{_type_name(opt)}\t{opt.default_text}\t{_status(scope, opt)}\n")
     elif args.format == "json":
         rows = [
             {
@@ -80,6 +85,7 @@ def cmd_options(args: argparse.Namespace) -> int:
                 "option": opt.name,
                 "type": _type_name(opt),
                 "default": opt.default_text,
+                "status": _status(scope, opt),
                 "allowed": opt.allowed,
                 "unit": opt.unit,
                 "doc": opt.doc,
@@ -97,12 +103,18 @@ def cmd_options(args: argparse.Namespace) -> int:
         out.write(render_markdown(args.scope))
     else:
         width = max((len(opt.name) for _, opt in pairs), default=10)
+        live = 0
         for scope, opt in pairs:
             default = opt.default_text or "-"
             unit = f" {opt.unit}" if opt.unit and opt.default_text else ""
-            out.write(f"{scope:<18} {opt.name:<{width}} {_type_name(opt):<12} {default}{unit}\n")
+            status = _status(scope, opt)
+            live += status != "not implemented"
+            value = f"{default}{unit}"
+            out.write(f"{scope:<18} {opt.name:<{width}} {_type_name(opt):<12} {value:<24} {status}\n")
         out.write(
-            f"\n{len(pairs)} (scope, option) pairs; 'openum config options --format json' has the docs.\n"
+            f"\n{len(pairs)} (scope, option) pairs, {live} implemented (fully or partly); the others are "
+            "refused when set to anything but their default. 'openum config options --format json' has "
+            "the docs.\n"
         )
     return 0
 
@@ -126,15 +138,26 @@ def render_markdown(scope: str | None = None) -> str:
         "belong to a transport session: when sources (receivers) share a session, the first one's value",
         "wins.",
         "",
+        "*Status* says what openum implements. An option marked *not implemented* is listed so that UM",
+        "configurations are understood, but setting it to anything other than its default is refused",
+        "with a configuration error naming the option, its scope and the file and line, because an option",
+        "that is accepted and then ignored would look configured and not be (a `use_tls 1` that leaves",
+        "traffic in clear text). *partial* lists the values that are implemented. To run a large UM",
+        "configuration anyway, set `OPENUM_UNIMPLEMENTED_OPTIONS=warn` (or give `--allow-unimplemented`",
+        "to any `openum` command, or call `openum.config.set_unimplemented_policy(\"warn\")`): those",
+        "options are then accepted, have no effect, and every context logs one warning per option",
+        "([configuration-files.md](configuration-files.md#options-openum-does-not-implement)).",
+        "",
     ]
     for s in SCOPES if scope is None else (scope,):
         pairs = list(REGISTRY.pairs(s))
         if not pairs:
             continue
-        lines += [f"## Scope `{s}` ({len(pairs)} options)", ""]
+        live = sum(1 for _, opt in pairs if _status(s, opt) != "not implemented")
+        lines += [f"## Scope `{s}` ({len(pairs)} options, {live} implemented)", ""]
         lines += [
-            "| option | type | default | allowed | unit | description | guide § | default from |",
-            "|---|---|---|---|---|---|---|---|",
+            "| option | status | type | default | allowed | unit | description | guide § | default from |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for _, opt in pairs:
             flags = []
@@ -148,7 +171,8 @@ def render_markdown(scope: str | None = None) -> str:
                 + (f" Note: {opt.note}" if opt.note else "")
             )
             lines.append(
-                f"| `{opt.name}` | {opt.type.kind} | {_md(opt.default_text) or '-'} | {_md(opt.allowed)} | "
+                f"| `{opt.name}` | {_status(s, opt)} | {opt.type.kind} | {_md(opt.default_text) or '-'} | "
+                f"{_md(opt.allowed)} | "
                 f"{opt.unit or '-'} | {_md(desc)} | {opt.section or '-'} | {opt.default_from} |"
             )
         lines.append("")
@@ -193,6 +217,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             for err in exc.errors:
                 print(err.location_message() if err.source else f"{path}: {err.reason}", file=sys.stderr)
             continue
+        for setting in config.unimplemented():
+            text = REGISTRY.unimplemented_text(setting.scope, setting.option, setting.value)
+            print(f"{setting.origin}: warning: {text} (let through by {ENV_POLICY}=warn)", file=sys.stderr)
         count = len(config.settings)
         print(f"{path}: OK ({count} flat setting(s))" if count else f"{path}: OK")
     return status

@@ -93,6 +93,16 @@ class Attributes:
         """Only the options that were set (not defaults)."""
         return dict(self._values)
 
+    def unimplemented(self) -> list[tuple[Option, Any, str]]:
+        """``(option, value, origin)`` of every set option or value openum does not implement (only ever
+        non-empty when they are let through: ``OPENUM_UNIMPLEMENTED_OPTIONS=warn``)."""
+        found = []
+        for name, value in self._values.items():
+            opt = self.option(name)
+            if not REGISTRY.permits(self.scope, opt, value):
+                found.append((opt, value, self._origins.get(name, DEFAULT_ORIGIN)))
+        return found
+
     # -- writing -------------------------------------------------------------------------------------
     def set(self, name: str, value: Any, *, origin: str = CODE_ORIGIN) -> None:
         """Set one option from text (UM's form) or a typed value; refused values change nothing."""

@@ -172,6 +172,14 @@ class Config:
                 obj.check(norm, text_values)
         return attrs
 
+    def unimplemented(self) -> list[Setting]:
+        """The settings (files, mappings, ``--option``, XML anywhere) of options or values openum does not
+        implement: only ever non-empty when they are let through (``OPENUM_UNIMPLEMENTED_OPTIONS=warn``)."""
+        found = [s for s in self._settings if not REGISTRY.permits(s.scope, s.option, s.value)]
+        for xml in self._xml:
+            found += [s for s in xml.settings() if not REGISTRY.permits(s.scope, s.option, s.value)]
+        return found
+
     def topic_permitted(self, scope: str, topic: str, *, context: str | None = None) -> bool:
         """False when an XML file's topic rules deny ``topic`` for sources/receivers of ``context``."""
         return all(

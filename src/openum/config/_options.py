@@ -91,6 +91,13 @@ FOLLOW_IFACE: Final = (
     "default_interface, which is 127.0.0.1 (ARCHITECTURE.md 5)."
 )
 
+#: The note of an option whose UM default asks for a feature openum does not have yet: its default here
+#: says what openum does (ARCHITECTURE.md rule 6), so setting UM's default is refused, not ignored.
+NOT_YET: Final = (
+    "UM's default is {um}; openum has no {feature} yet, so it behaves as 0 and its default says so (setting "
+    "{um} is refused as not implemented). The default becomes UM's when openum implements it."
+)
+
 FROM_DUMP: Final = (
     "Default as UM 6.14 reports it in its configuration dump (github.com/UltraMessaging/cfg_dump, README), "
     "not checked against the Configuration Guide text."
@@ -1196,7 +1203,10 @@ _ROWS: Final[tuple[Option, ...]] = (
         "2.6", unit=SEC, deprecated=True,
         note="Listed among deprecated options by the Configuration Guide, still named in Concepts 2.6.",
     ),
-    Option("use_late_join", R, BOOL, True, "Take part in Late Join when the source offers it.", "2.6"),
+    Option(
+        "use_late_join", R, BOOL, False, "Take part in Late Join when the source offers it.", "2.6",
+        default_from="openum", note=NOT_YET.format(um="1", feature="late join"),
+    ),
     Option(
         "retransmit_request_interval", R, POS, 500,
         "Interval between Late Join retransmission requests.", "2.6", unit=MS,
@@ -1277,9 +1287,9 @@ _ROWS: Final[tuple[Option, ...]] = (
     ),
     # --- request/response and unicast immediate messages (seed 10.7, 10.12) ---------------------------------
     Option(
-        "request_tcp_bind_request_port", C, BOOL, True,
+        "request_tcp_bind_request_port", C, BOOL, False,
         "Bind the UIM (request) port; 0 disables UIM reception, Request/Response, Late Join and OTR.",
-        "10.12.6",
+        "10.12.6", default_from="openum", note=NOT_YET.format(um="1", feature="a request port"),
     ),
     Option(
         "request_tcp_port", C, PORT, 0,
@@ -1655,8 +1665,9 @@ _ROWS: Final[tuple[Option, ...]] = (
         "", note=FROM_DUMP,
     ),
     Option(
-        "ume_use_store", R, BOOL, True,
-        "Receiver takes part in persistence when the source uses Stores.", "", note=FROM_DUMP,
+        "ume_use_store", R, BOOL, False,
+        "Receiver takes part in persistence when the source uses Stores.", "", default_from="openum",
+        note=NOT_YET.format(um="1", feature="persistence"),
     ),
     Option(
         "ume_explicit_ack_only", R, BOOL, False,
@@ -1672,8 +1683,9 @@ _ROWS: Final[tuple[Option, ...]] = (
         "Interval at which batched acknowledgements are sent.", "", unit=MS, note=FROM_DUMP,
     ),
     Option(
-        "ume_allow_confirmed_delivery", R, BOOL, True,
-        "Send delivery confirmations the source asked for.", "", note=FROM_DUMP,
+        "ume_allow_confirmed_delivery", R, BOOL, False,
+        "Send delivery confirmations the source asked for.", "", default_from="openum",
+        note=NOT_YET.format(um="1", feature="persistence"),
     ),
     Option(
         "ume_consensus_sequence_number_behavior", S, choices("lowest", "majority", "highest"), "highest",
@@ -1706,9 +1718,10 @@ _ROWS: Final[tuple[Option, ...]] = (
 OPTIONS: Final[tuple[Option, ...]] = (
     *_ROWS,
     Option(
-        "request_port", C, BOOL, True,
+        "request_port", C, BOOL, False,
         "Guide spelling (10.2) of request_tcp_bind_request_port (split across a line); sets that option.",
-        "10.2", alias_of="request_tcp_bind_request_port",
+        "10.2", alias_of="request_tcp_bind_request_port", default_from="openum",
+        note=NOT_YET.format(um="1", feature="a request port"),
     ),
     Option(
         "smx_transmission_window_size", S, Int(64), 131072,

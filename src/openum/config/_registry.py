@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openum._errors import ConfigError
+from openum.config._implemented import ENV_POLICY, unimplemented_policy
 from openum.config._types import OptionType, OptionValueError
 
 __all__ = [
     "SCOPES",
     "Option",
     "Registry",
+    "Support",
     "normalize_scope",
 ]
 
@@ -110,10 +112,57 @@ class Option:
         return self.type.describe()
 
 
-class Registry:
-    """Index of the option table by ``(scope, name)`` with UM's error reporting."""
+@dataclass(frozen=True, slots=True)
+class Support:
+    """How much of one ``(scope, option)`` openum implements (ARCHITECTURE.md rule 6: live or refused).
 
-    def __init__(self, options: tuple[Option, ...]) -> None:
+    ``values`` is None when every value is implemented, else the typed values that are (``transport``:
+    tcp, lbtrm, lbtru).  The option's default is always accepted: it is what openum does.
+    """
+
+    implemented: bool
+    values: tuple[Any, ...] | None = None
+
+    @property
+    def text(self) -> str:
+        """``implemented``, ``not implemented`` or ``partial: A, B`` (as ``openum config options`` shows)."""
+        if not self.implemented:
+            return "not implemented"
+        if self.values is None:
+            return "implemented"
+        return "partial: " + ", ".join(str(v) for v in self.values)
+
+    def permits(self, opt: Option, typed: Any) -> bool:
+        """Whether setting ``opt`` to ``typed`` takes effect (or is the default, which changes nothing)."""
+        if _same(typed, opt.default):
+            return True
+        if not self.implemented:
+            return False
+        return self.values is None or any(_same(typed, v) for v in self.values)
+
+
+def _same(a: Any, b: Any) -> bool:
+    # True == 1 in Python, but a bool option's True is not an int option's 1: compare types as well.
+    return type(a) is type(b) and a == b
+
+
+NOT_IMPLEMENTED: Final = Support(False)
+IMPLEMENTED_FULLY: Final = Support(True)
+
+
+class Registry:
+    """Index of the option table by ``(scope, name)`` with UM's error reporting.
+
+    ``implemented`` maps each scope to the options openum implements there (a name, or ``(name,
+    (value, ...))`` when only some values are); see :mod:`openum.config._implemented`.  Without it every
+    option counts as implemented.
+    """
+
+    def __init__(
+        self,
+        options: tuple[Option, ...],
+        implemented: Mapping[str, tuple[str | tuple[str, tuple[str, ...]], ...]] | None = None,
+    ) -> None:
         self._options = options
         self._index: dict[tuple[str, str], Option] = {}
         self._aliases: dict[tuple[str, str], str] = {}
@@ -138,6 +187,35 @@ class Registry:
                 raise ValueError(f"alias ({scope}, {name}) must have the type and default of {target}")
         for names in self._names_by_scope.values():
             names.sort()
+        self._support: dict[tuple[str, str], Support] = {}
+        if implemented is not None:
+            self._support = self._build_support(implemented)
+
+    def _build_support(
+        self, implemented: Mapping[str, tuple[str | tuple[str, tuple[str, ...]], ...]]
+    ) -> dict[tuple[str, str], Support]:
+        support = {key: NOT_IMPLEMENTED for key in self._index}
+        for scope, entries in implemented.items():
+            if scope not in SCOPES:
+                raise ValueError(f"implemented options: unknown scope {scope!r}")
+            for entry in entries:
+                name, texts = (entry, None) if isinstance(entry, str) else entry
+                opt = self._index.get((scope, name))
+                if opt is None or opt.alias_of:
+                    raise ValueError(f"implemented options: ({scope}, {name}) is not an option of the table")
+                if support[(scope, name)] is not NOT_IMPLEMENTED:
+                    raise ValueError(f"implemented options list ({scope}, {name}) twice")
+                if texts is None:
+                    support[(scope, name)] = IMPLEMENTED_FULLY
+                    continue
+                try:
+                    values = tuple(opt.type.parse(text) for text in texts)
+                except OptionValueError as exc:
+                    raise ValueError(f"implemented options: ({scope}, {name}): {exc}") from None
+                support[(scope, name)] = Support(True, values)
+        for key, alias in self._aliases.items():
+            support[key] = support[(key[0], alias)]
+        return support
 
     def __len__(self) -> int:
         return len(self._index)
@@ -167,6 +245,15 @@ class Registry:
     def listed(self, scope: str, name: str) -> Option | None:
         """The row as listed (an alias row stays an alias row)."""
         return self._index.get((scope, name))
+
+    def support(self, scope: str, name: str) -> Support:
+        """What openum implements of ``(scope, name)`` (an alias answers for its real option)."""
+        opt = self.lookup(scope, name)
+        return self._support.get((normalize_scope(scope), opt.name), IMPLEMENTED_FULLY)
+
+    def permits(self, scope: str, opt: Option, typed: Any) -> bool:
+        """Whether setting ``opt`` of ``scope`` to ``typed`` takes effect in openum (or is the default)."""
+        return self._support.get((scope, opt.name), IMPLEMENTED_FULLY).permits(opt, typed)
 
     def lookup(self, scope: str, name: str, *, value: Any = None) -> Option:
         """The option ``name`` of ``scope``; a :class:`ConfigError` with suggestions otherwise."""
@@ -201,17 +288,59 @@ class Registry:
         )
 
     def convert(self, scope: str, name: str, value: Any, *, from_text: bool) -> tuple[Option, Any]:
-        """Validate ``value`` for ``(scope, name)``; return the option and the typed value."""
+        """Validate ``value`` for ``(scope, name)``; return the option and the typed value.
+
+        A value openum does not implement is refused here too (unless the process lets unimplemented
+        options through: :func:`~openum.config.set_unimplemented_policy`), so every way of setting an
+        option (files, XML, ``--option``, mappings, attributes from code) refuses it alike.
+        """
+        scope = normalize_scope(scope)
         opt = self.lookup(scope, name, value=value)
         try:
             typed = opt.type.parse(value) if from_text else opt.type.coerce(value)
         except OptionValueError as exc:
             raise ConfigError(
-                f"invalid value {value!r} for {normalize_scope(scope)} option {opt.name}: {exc}; "
-                f"allowed: {exc.allowed}",
+                f"invalid value {value!r} for {scope} option {opt.name}: {exc}; allowed: {exc.allowed}",
                 option=opt.name,
-                scope=normalize_scope(scope),
+                scope=scope,
                 value=value,
                 allowed=exc.allowed,
             ) from None
+        if not self.permits(scope, opt, typed) and unimplemented_policy() == "refuse":
+            raise self.not_implemented(scope, opt, typed)
         return opt, typed
+
+    def not_implemented(self, scope: str, opt: Option, typed: Any) -> ConfigError:
+        """The error refusing ``typed`` for ``(scope, opt)``, which openum does not implement."""
+        support = self._support.get((scope, opt.name), NOT_IMPLEMENTED)
+        how = (
+            f"a migrated UM configuration can let unimplemented options through with a warning: "
+            f"{ENV_POLICY}=warn or --allow-unimplemented"
+        )
+        if support.implemented and support.values is not None:
+            implemented = ", ".join(opt.type.format(v) for v in support.values)
+            return ConfigError(
+                f"{self.unimplemented_text(scope, opt, typed)}; {how}",
+                option=opt.name,
+                scope=scope,
+                value=opt.type.format(typed),
+                allowed=implemented,
+            )
+        default = opt.default_text or "unset"
+        return ConfigError(
+            f"{scope} option {opt.name} is not implemented in this version of openum, so only its default "
+            f"({default}) is accepted; {how}",
+            option=opt.name,
+            scope=scope,
+            value=opt.type.format(typed),
+            allowed=f"the default ({default})",
+        )
+
+    def unimplemented_text(self, scope: str, opt: Option, typed: Any) -> str:
+        """``context option use_tls 1 is not implemented ... and has no effect`` (for refusals and the
+        warnings about options let through)."""
+        support = self._support.get((scope, opt.name), NOT_IMPLEMENTED)
+        head = f"{scope} option {opt.name} {opt.type.format(typed)} is not implemented in this version of openum"
+        if support.implemented and support.values is not None:
+            return f"{head} (implemented: {', '.join(opt.type.format(v) for v in support.values)})"
+        return f"{head} and has no effect"

@@ -238,6 +238,17 @@ class XmlConfig:
     def application_names(self) -> list[str | None]:
         return [a.name for a in self._applications]
 
+    def settings(self) -> list[Setting]:
+        """Every option setting the file makes, wherever it is (templates, contexts, topics, queues)."""
+        bags: list[_OptionBag] = [bag for scopes in self._templates.values() for bag in scopes.values()]
+        for app in self._applications:
+            bags += [options for _name, _templates, options in app.event_queues]
+            for ctx in app.contexts:
+                bags.append(ctx.options)
+                for tset in (ctx.sources, ctx.receivers, ctx.wildcard_receivers):
+                    bags += [topic.options for topic in tset.topics]
+        return [entry.setting for bag in bags for entry in bag.entries if entry.setting is not None]
+
     def _application(self, name: str | None) -> _Application | None:
         for app in self._applications:
             if app.name is not None and app.name == name:
