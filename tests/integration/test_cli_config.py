@@ -49,7 +49,7 @@ def test_options_tsv_lists_every_guide_pair() -> None:
     proc = run("config", "options", "--format", "tsv")
     assert proc.returncode == 0
     rows = [line.split("\t") for line in proc.stdout.splitlines()]
-    assert all(len(r) == 4 for r in rows), "tsv rows are scope, option, type, default"
+    assert all(len(r) == 5 for r in rows), "tsv rows are scope, option, type, default, status"
     listed = {(r[0], r[1]) for r in rows}
     wanted = {tuple(line.split("\t")[:2]) for line in GUIDE_OPTIONS.read_text().splitlines() if line.strip()}
     assert len(wanted) >= 179
@@ -58,6 +58,54 @@ def test_options_tsv_lists_every_guide_pair() -> None:
     defaults = {(r[0], r[1]): r[3] for r in rows}
     assert defaults[("context", "resolver_multicast_address")] == "224.9.10.11"
     assert defaults[("source", "implicit_batching_minimum_length")] == "2048"
+    status = {(r[0], r[1]): r[4] for r in rows}
+    assert status[("context", "resolver_multicast_address")] == "implemented"
+    assert status[("context", "use_tls")] == "not implemented"
+    assert status[("source", "transport")] == "partial: tcp, lbtrm, lbtru"
+    assert set(status.values()) == {
+        "implemented",
+        "not implemented",
+        "partial: tcp, lbtrm, lbtru",
+        "partial: pcre",
+    }
+
+
+def test_check_names_every_unimplemented_line_and_the_opt_out_lets_them_through(tmp_path: Path) -> None:
+    cfg = tmp_path / "um.cfg"
+    cfg.write_text(
+        "context use_tls 1\nreceiver use_late_join 1\ncontext resolver_service 127.0.0.1:27000\n"
+        "context resolver_multicast_port 12965\n"
+    )
+    proc = run("config", "check", str(cfg))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert [ln.split(":")[1] for ln in lines] == ["1", "2", "3"]
+    for line, option in zip(
+        lines,
+        ("context option use_tls", "receiver option use_late_join", "context option resolver_service"),
+        strict=True,
+    ):
+        assert f"{option} is not implemented in this version of openum" in line
+    for allow in (["--allow-unimplemented"], []):
+        env = None if allow else {"OPENUM_UNIMPLEMENTED_OPTIONS": "warn"}
+        proc = run("config", "check", *allow, str(cfg), env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert f"{cfg}: OK" in proc.stdout
+        warned = proc.stderr.strip().splitlines()
+        assert [ln.split(": warning: ")[0] for ln in warned] == [f"{cfg}:1", f"{cfg}:2", f"{cfg}:3"]
+        assert all("has no effect" in ln for ln in warned)
+
+
+def test_a_command_refuses_an_unimplemented_option_before_it_starts() -> None:
+    proc = run("send", "t", "--count", "1", "--linger", "0", "--option", "context use_tls 1")
+    assert proc.returncode == 2
+    assert "--option: context option use_tls is not implemented" in proc.stderr
+    proc = run("send", "t", "--count", "1", "--linger", "0", "--option", "source transport lbtipc")
+    assert proc.returncode == 2
+    assert (
+        "transport lbtipc is not implemented in this version of openum (implemented: tcp, lbtrm, lbtru)"
+        in (proc.stderr)
+    )
 
 
 def test_options_json_and_scope_filter() -> None:

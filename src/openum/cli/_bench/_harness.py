@@ -102,8 +102,6 @@ class Ports:
             f"context resolver_multicast_port {b}",
             f"context transport_tcp_port_low {b + 1}",
             f"context transport_tcp_port_high {b + 10}",
-            f"context request_tcp_port_low {b + 11}",
-            f"context request_tcp_port_high {b + 14}",
             f"context transport_lbtru_port_low {b + 15}",
             f"context transport_lbtru_port_high {b + 19}",
             f"receiver transport_lbtru_port_low {b + 20}",
