@@ -330,7 +330,8 @@ class ReliableSourceStatistics:
     ``msgs_sent``/``bytes_sent`` (application messages and bytes), ``datagrams_sent`` (batches
     flushed), ``fragments_sent``, ``tsnis_sent``, ``blocked`` (sends that waited or raised
     ``WouldBlock``), ``send_buffer_full`` (datagrams the socket refused because its buffer was full:
-    lost on the wire, repaired by NAKs), ``backlog`` (datagrams waiting for the rate controller now).
+    lost on the wire, repaired by NAKs), ``backlog`` (datagrams waiting for the rate controller now)
+    and ``bytes_buffered`` (their bytes; UM's TCP name).
     """
 
     transport: RmSourceStatistics | RuSourceStatistics

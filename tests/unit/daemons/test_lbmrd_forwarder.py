@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 from openum._errors import ConfigError
 from openum.daemons.lbmrd import (
     DTD,
+    Domain,
+    Endpoint,
     Forwarder,
     ForwarderStatistics,
     InterfaceError,
     LbmrdConfig,
+    Rule,
+    Transform,
     effective_settings,
     parse_config_file,
     parse_config_text,
@@ -255,6 +259,42 @@ def test_statistics_are_an_immutable_snapshot_with_a_summary() -> None:
     assert "received 1 datagrams" in line and "malformed 1" in line and "clients 0 active" in line
 
 
+def test_every_counter_moves() -> None:
+    """Issue 22 (counters are live or absent): one run through what the daemon meets moves every field
+    of its statistics; a counter added without a situation here that moves it fails this test."""
+    own = ("10.1.1.50", 15380)
+    config = parse_config_text(NAT_XML, "nat.xml")
+    fwd = Forwarder(
+        ttl_ns=2 * S, activity_ns=S, domains=config.domains, transforms=config.transforms, own_address=own
+    )
+    first = fwd.statistics()
+    snaps = []
+
+    def look() -> None:
+        snaps.append(fwd.statistics())
+
+    fwd.datagram_received(KEEPALIVE, NYC_RCV, 0)  # keepalives, answered
+    fwd.datagram_received(KEEPALIVE, NJC_RCV, 0)
+    look()
+    fwd.datagram_received(tir_packet(tcp("10.1.1.50", 14400)), NYC_SRC, MS)  # forwarded, NAT-rewritten
+    ctxinfo = bytes.fromhex("07031900800100000000000000000000000000006374784100")  # W1 §14 #15
+    fwd.datagram_received(ctxinfo, NYC_SRC, MS)  # other LBMR
+    fwd.datagram_received(b"junk", NYC_SRC, MS)  # malformed
+    fwd.datagram_received(tqr("Orders"), own, MS)  # a forged sender: the daemon's own address
+    fwd.send_failed(NJC_RCV, OSError(105, "No buffer space available"), MS)
+    look()
+    fwd.datagram_received(KEEPALIVE, NYC_RCV, 3 * S)
+    fwd.poll(3 * S)  # the silent clients are removed
+    look()
+    moved = {
+        f.name
+        for snap in snaps
+        for f in dataclasses.fields(snap)
+        if getattr(snap, f.name) != getattr(first, f.name)
+    }
+    assert moved == {f.name for f in dataclasses.fields(ForwarderStatistics)}
+
+
 def test_bad_times_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         Forwarder(ttl_ns=0, activity_ns=1)
@@ -345,6 +385,50 @@ def test_nat_rewrites_lbtru_and_lbtrm_addresses_and_leaves_others() -> None:
         LbtsmxTransport(1, 2, 3),
     ]
     assert fwd.statistics().tirs_rewritten == 2
+
+
+ips = st.builds(ipaddress.IPv4Address, st.integers(0, 2**32 - 1)).map(str)
+ports = st.integers(0, 65535)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ip=ips,
+    port=ports,
+    sid=st.none() | st.integers(0, 2**32 - 1),
+    replace_ip=ips,
+    replace_port=st.none() | ports,
+    kind=st.sampled_from(["tcp", "lbtru", "lbtrm"]),
+)
+def test_nat_rewritten_copies_always_encode(
+    ip: str, port: int, sid: int | None, replace_ip: str, replace_port: int | None, kind: str
+) -> None:
+    """Any address and port a rule can hold, put into any TIR that decodes, encodes: a rewritten copy is
+    never lost (there is no counter for copies that could not be encoded, because there are none)."""
+    transport: Transport
+    if kind == "tcp":
+        transport = TcpTransport(ip, port, sid)
+    elif kind == "lbtru":
+        transport = LbtruTransport(ip, port, sid)
+    else:
+        transport = LbtrmTransport(ip, "224.10.10.10", sid or 1, 14400, port)
+    rule = Rule(Endpoint(ip, None), Endpoint(replace_ip, replace_port))
+    domains = (
+        Domain("src", (ipaddress.IPv4Network("10.0.0.0/8"),)),
+        Domain("dst", (ipaddress.IPv4Network("192.168.0.0/16"),)),
+    )
+    fwd = Forwarder(ttl_ns=S, activity_ns=S, domains=domains, transforms=(Transform("src", "dst", (rule,)),))
+    fwd.datagram_received(KEEPALIVE, ("192.168.1.7", 14404), 0)
+    ((copy, _),) = fwd.datagram_received(tir_packet(transport), ("10.1.1.50", 14402), 0)
+    got = decode_packet(copy)
+    assert isinstance(got.body, TopicResolution)
+    rewritten = got.body.infos[0].transport
+    new_port = port if replace_port is None else replace_port
+    if isinstance(rewritten, LbtrmTransport):
+        assert (rewritten.source_ip, rewritten.source_port) == (replace_ip, new_port)
+    else:
+        assert (rewritten.ip, rewritten.port) == (replace_ip, new_port)  # type: ignore[union-attr]
+    assert fwd.statistics().tirs_rewritten == 1
 
 
 def test_nat_specific_ports_match_and_replace() -> None:

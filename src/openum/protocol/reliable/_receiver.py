@@ -73,13 +73,12 @@ class ReceiverBase(abc.ABC):
     def ended(self) -> bool:
         return self._ended
 
-    def count_lbm_messages(self, *, msgs: int = 0, no_topic: int = 0, requests: int = 0) -> None:
-        """Add to ``lbm_msgs_rcved``, ``lbm_msgs_no_topic_rcved`` and ``lbm_reqs_rcved`` (the LBMC
-        layer above knows what the payloads held; seed 17.1 / spec 06 D.1)."""
+    def count_lbm_messages(self, *, msgs: int = 0, no_topic: int = 0) -> None:
+        """Add to ``lbm_msgs_rcved`` and ``lbm_msgs_no_topic_rcved`` (the LBMC layer above knows what
+        the payloads held; seed 17.1 / spec 06 D.1)."""
         c = self._counters
         c.lbm_msgs_rcved += msgs
         c.lbm_msgs_no_topic_rcved += no_topic
-        c.lbm_reqs_rcved += requests
 
     def _heard_now(self, now_ns: int) -> bool:
         """A valid datagram of the session arrived; True the first time (give SessionActive)."""

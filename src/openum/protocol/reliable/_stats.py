@@ -32,19 +32,24 @@ class _ReceiverStatistics:
     ``duplicate_data``: datagrams dropped because their sequence number was already delivered.
     ``late_repairs`` *(openum)*: datagrams delivered after the transport had given up on them.
     ``nak_pckts_sent``/``naks_sent``: NAK packets and the sequence numbers they carried.
-    ``ncf_pckts_rcved``/``ncfs_rcved``: NCF packets and entries received; ``ncfs_ignored``,
+    ``ncf_pckts_rcved``/``ncfs_rcved`` *(openum)*: NCF packets and entries received; ``ncfs_ignored``,
     ``ncfs_rx_delay``, ``ncfs_shed``, ``ncfs_unknown``: entries by reason ("NAK ignored", "retransmit
-    delay", "NAK shed", any other).  ``nak_stm_min/mean/max``: ms from the first NAK for a datagram
-    to its repair.  ``nak_tx_min/mean/max``: NAKs sent per repaired datagram (both over repaired
-    datagrams that were NAKed; 0 when none).  ``unrecovered_txw``: datagrams given up because the
-    source's window no longer holds them; ``unrecovered_tmo``: because the NAK generation interval
-    passed.  ``losses_pending`` *(openum)*: missing datagrams being recovered now.
-    ``lbm_msgs_rcved``, ``lbm_msgs_no_topic_rcved``, ``lbm_reqs_rcved``: LBMC messages, those for
-    no subscribed topic, and requests, as counted by the layer above (``count_lbm_messages``).
-    ``dgrams_dropped_size``: too short for their header; ``_version``: version not 0; ``_type``:
-    a type this end never receives; ``_hdr``: malformed header or options; ``_sid``: of another session
-    (session ID, NAK port or, for LBT-RU, sender address); ``_other``: after the session ended, or
-    unusable (e.g. parity NAK formats).
+    delay", "NAK shed", any other: "do not retry" or an undefined reason, which openum sources never
+    send).  ``nak_stm_min/mean/max``: ms from the first NAK for a datagram to its repair.
+    ``nak_tx_min/mean/max``: NAKs sent per repaired datagram (both over repaired datagrams that were
+    NAKed; 0 when none).  ``unrecovered_txw``: datagrams given up because the source's window no longer
+    holds them; ``unrecovered_tmo``: because the NAK generation interval passed.  ``losses_pending``
+    *(openum)*: missing datagrams being recovered now.  ``lbm_msgs_rcved``, ``lbm_msgs_no_topic_rcved``:
+    LBMC messages, and those for no subscribed topic, as counted by the layer above
+    (``count_lbm_messages``).  ``dgrams_dropped_size``: too short for their header; ``_version``:
+    version not 0; ``_type``: a type this end never receives; ``_hdr``: malformed header or options;
+    ``_sid``: of another session (session ID or, for LBT-RU, sender address; for LBT-RM, where UM has
+    no such counter *(openum)*, a NAK port that is not the source's).
+
+    Two counters of UM's structures are absent because nothing in openum moves them: ``lbm_reqs_rcved``
+    (openum has no request/response yet) and ``dgrams_dropped_other`` (every datagram a session is
+    given is counted under a reason above; once a session ends the context no longer hands it any,
+    and counts them in its ``lbtrm/lbtru_dgrams_dropped_unknown``).
     """
 
     msgs_rcved: int
@@ -74,13 +79,11 @@ class _ReceiverStatistics:
     losses_pending: int
     lbm_msgs_rcved: int
     lbm_msgs_no_topic_rcved: int
-    lbm_reqs_rcved: int
     dgrams_dropped_size: int
     dgrams_dropped_type: int
     dgrams_dropped_version: int
     dgrams_dropped_hdr: int
     dgrams_dropped_sid: int
-    dgrams_dropped_other: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +120,10 @@ class _SourceStatistics:
     *(openum, sent side)*: NCF entries sent by reason.  ``rctlr_data_msgs``: datagrams queued by the
     rate controller for this session; ``rctlr_rx_msgs``: retransmissions waiting for the retransmit
     budget now.  ``sends_refused`` *(openum)*: sends refused while the rate controller was blocked.
-    ``sms_sent`` *(openum)*: session messages.  ``dgrams_dropped_*`` *(openum)*: as for receivers.
+    ``sms_sent`` *(openum)*: session messages.  ``dgrams_dropped_*`` *(openum)*: NAKs (and LBT-RU
+    CREQs and ACKs) refused, by reason as for receivers (``_sid``: a session ID or NAK port of another
+    session, e.g. from receivers of a session that used the port before), plus ``_other``: NAKs in a
+    format openum cannot serve (parity NAKs, which need FEC).
     """
 
     msgs_sent: int
@@ -157,7 +163,9 @@ class RuSourceStatistics(_SourceStatistics):
     """LBT-RU source transport statistics (``lbm_src_transport_stats_lbtru_t``).
 
     Adds ``num_clients`` (connected receivers now) and *(openum)* ``creqs_rcved``, ``acks_rcved``,
-    ``clients_timed_out``, ``rsts_sent``.
+    ``clients_timed_out``, ``rsts_sent``.  UM's LBT-RU structure has no ``txw_*`` or ``rctlr_*``: here
+    they are *(openum)*, with the meanings of LBT-RM's (an LBT-RU session has a transmission window and
+    a rate controller too).
     """
 
     num_clients: int
@@ -180,15 +188,21 @@ class Drops:
         self.sid = 0
         self.other = 0
 
-    def fields(self) -> dict[str, int]:
+    def receiver_fields(self) -> dict[str, int]:
+        """A receiving session's ``dgrams_dropped_*`` (``other`` is a source's only)."""
         return {
             "dgrams_dropped_size": self.size,
             "dgrams_dropped_type": self.type,
             "dgrams_dropped_version": self.version,
             "dgrams_dropped_hdr": self.hdr,
             "dgrams_dropped_sid": self.sid,
-            "dgrams_dropped_other": self.other,
         }
+
+    def fields(self) -> dict[str, int]:
+        """A source session's ``dgrams_dropped_*``."""
+        out = self.receiver_fields()
+        out["dgrams_dropped_other"] = self.other
+        return out
 
 
 class ReceiverCounters:
@@ -199,7 +213,6 @@ class ReceiverCounters:
         "drops",
         "lbm_msgs_no_topic_rcved",
         "lbm_msgs_rcved",
-        "lbm_reqs_rcved",
         "msgs_rcved",
         "rxs_rcved",
         "sms_rcved",
@@ -212,7 +225,6 @@ class ReceiverCounters:
         self.sms_rcved = 0
         self.lbm_msgs_rcved = 0
         self.lbm_msgs_no_topic_rcved = 0
-        self.lbm_reqs_rcved = 0
         self.drops = Drops()
 
     def fields(self, det: LossDetector) -> dict[str, Any]:
@@ -246,6 +258,5 @@ class ReceiverCounters:
             "losses_pending": det.pending,
             "lbm_msgs_rcved": self.lbm_msgs_rcved,
             "lbm_msgs_no_topic_rcved": self.lbm_msgs_no_topic_rcved,
-            "lbm_reqs_rcved": self.lbm_reqs_rcved,
-            **self.drops.fields(),
+            **self.drops.receiver_fields(),
         }

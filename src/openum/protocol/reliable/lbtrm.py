@@ -301,8 +301,7 @@ class RmReceiver(ReceiverBase):
         dropped), NAKs due at once, and events.  Foreign, malformed and unexpected datagrams are
         counted (``dgrams_dropped_*``) and dropped, never raised."""
         drops = self._counters.drops
-        if self._ended:
-            drops.other += 1
+        if self._ended:  # inert (the transport forgets an ended session: nothing reaches it then)
             return EMPTY_IN, EMPTY_OUT, ()
         n = len(data)
         if n < _BASE_LEN:

@@ -502,8 +502,7 @@ class RuReceiver(ReceiverBase):
         due at once, events.  Datagrams from another address or session are counted
         (``dgrams_dropped_sid``), malformed ones too, and dropped."""
         drops = self._counters.drops
-        if self._ended:
-            drops.other += 1
+        if self._ended:  # inert (the transport forgets an ended session: nothing reaches it then)
             return EMPTY_IN, EMPTY_OUT, ()
         if sender != self._source:
             drops.sid += 1
