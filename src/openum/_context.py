@@ -625,6 +625,11 @@ class Context:
         Refused with :class:`~openum.InvalidStateError` while sources, receivers or other objects of
         this context are open (close them first, seed 3.0), from a context-thread callback, or while
         another thread is inside :meth:`process_events` (unblock and join it first).
+
+        Final advertisements of sources deleted just before (``resolver_send_final_advertisements``) all
+        leave before it returns: the loop keeps sending them at their spacing (on this thread in
+        sequential mode), the last brought forward to within 1 s; after a bounded wait (2 s), or at once
+        on a manual clock, what is left goes at once.
         """
         forbid_in_callback("Context.close()")
         with self._lock:
@@ -643,11 +648,15 @@ class Context:
                     "join that thread first (seed 3.0 step 6)"
                 )
             self._closed = True
+        # Queued after the calls of objects closed just before (a source's deletion queues its final
+        # advertisements), run by the loop in order.
+        self._loop.call_soon(self._subscriptions.close)
+        finals_out = self._resolver.finish_soon()
         if self._thread is not None:
-            self._loop.call_soon(self._subscriptions.close)
-            self._loop.call_soon(self._resolver.close)  # final advertisements go out from the loop
+            finals_out.wait(self._resolver.FINALS_WAIT_S)
+            self._loop.call_soon(self._resolver.close)  # sends what is left, from the loop
         else:
-            self._subscriptions.close()
+            self._resolver.drive_until(finals_out)  # this thread runs the loop meanwhile
             self._resolver.close()
         self._loop.stop()
         if self._thread is not None:

@@ -4,12 +4,19 @@ context's receivers (seed 7.1, 8.1).
 Everything here runs on the context's loop (its thread in embedded mode); the context marshals calls
 with ``call_soon``.  Application callbacks (source notifications, receiver messages) run there too, or
 through the receiver's event queue.
+
+Closing (:meth:`ContextResolver.finish_soon`, :meth:`ContextResolver.close`): every final advertisement
+of a deleted source (``resolver_send_final_advertisements``) leaves before ``Context.close()`` returns.
+The loop keeps sending them at their spacing, the last brought forward to within
+:data:`FINALS_WITHIN_NS` of the close; the wait for them is bounded by :data:`FINALS_WAIT_NS` (timers run
+late on a loaded machine), after which what is left goes at once.
 """
 
 from __future__ import annotations
 
 import random
 import secrets
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +34,7 @@ from openum.protocol.resolution import (
     source_key,
 )
 from openum.protocol.resolution._engine import Event
-from openum.runtime import EventKind, callback_scope
+from openum.runtime import NS_PER_MS, EventKind, ManualClock, callback_scope
 from openum.transport.resolver_udp import ResolverLink
 from openum.wire.lbmr import PATTERN_PCRE, PATTERN_REGEX, TopicInfo
 
@@ -38,6 +45,10 @@ if TYPE_CHECKING:
 __all__ = ["ContextResolver", "advertisement_phases", "query_phases", "wildcard_phases"]
 
 MS_PER_S = 1000
+#: At close, the final advertisements left are brought forward so the last is due within this.
+FINALS_WITHIN_NS = 1000 * NS_PER_MS
+#: ``Context.close()`` waits at most this long for them; what is left then goes at once.
+FINALS_WAIT_NS = FINALS_WITHIN_NS + 1000 * NS_PER_MS
 
 
 def advertisement_phases(attrs: Attributes) -> PhaseParams:
@@ -77,6 +88,9 @@ def pattern_type_code(name: str) -> int:
 
 class ContextResolver:
     """The context's topic resolution: engine, sockets and the fan-out of discoveries."""
+
+    #: How long an embedded-mode ``Context.close()`` waits for the final advertisements (seconds).
+    FINALS_WAIT_S = FINALS_WAIT_NS / 1e9
 
     def __init__(self, ctx: Context, rng: random.Random | None = None) -> None:
         self.ctx = ctx
@@ -190,7 +204,37 @@ class ContextResolver:
             if rcv is not None:
                 rcv._deliver(Message(MsgType.NO_SOURCE_NOTIFICATION, note.topic), EventKind.DATA)
 
+    # -- closing ----------------------------------------------------------------------------------------
+    def finish_soon(self) -> threading.Event:
+        """Queue the start of closing on the loop, after the calls already queued (the deletion of a
+        source closed just before queues its final advertisements).  The event is set once no final
+        advertisement is left, or the socket refused one."""
+        finished = threading.Event()
+        loop = self.ctx._loop
+
+        def done() -> None:
+            finished.set()
+            loop.unblock()  # a sequential-mode close driving the loop (drive_until) stops waiting
+
+        loop.call_soon(self.link.finish, done, FINALS_WITHIN_NS)
+        return finished
+
+    def drive_until(self, finished: threading.Event) -> None:
+        """Sequential mode: the caller's thread runs the loop until ``finished`` is set, for at most
+        :data:`FINALS_WAIT_NS`.  On the caller's clock (a manual clock) no time passes while we wait: one
+        iteration runs what is queued, and :meth:`close` sends the rest at once."""
+        loop = self.ctx._loop
+        if isinstance(loop.clock, ManualClock):
+            loop.process_at(loop.clock.now_ns())
+            return
+        end = loop.clock.now_ns() + FINALS_WAIT_NS
+        while not finished.is_set():
+            left = end - loop.clock.now_ns()
+            if left <= 0:
+                return
+            loop.process_for(-(-left // NS_PER_MS))
+
     def close(self) -> None:
-        # Best effort: final advertisements queued by sources closed just before go out now.
-        self.link._send_due(None)
+        """Send what is due and every final advertisement left (at once), then close the sockets."""
+        self.link.send_remaining()
         self.link.close()

@@ -10,6 +10,10 @@
   ``resolver_unicast_port_low..high``; datagrams go to the engine's current lbmrd.
 
 The link runs on the context's loop thread only; the context marshals calls onto it.
+
+Closing: :meth:`ResolverLink.finish` brings the final advertisements of deleted sources forward so the
+last is due within a bound and reports when none is left; :meth:`ResolverLink.send_remaining` sends
+what is still left at once, right before :meth:`ResolverLink.close`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from openum._errors import SystemCallError
 from openum.config import ContextAttributes
 from openum.protocol.resolution import (
     NoSourceNotification,
+    Outgoing,
     ResolverEngine,
     ResolverSettings,
 )
@@ -87,11 +92,9 @@ class LinkStatistics:
     """Socket-level counters of the resolver link.
 
     ``tr_dgrams_send_failed``: datagrams the socket refused (UM's counter of that name).
-    ``tr_dgrams_truncated``: datagrams larger than the receive buffer (dropped).
     """
 
     tr_dgrams_send_failed: int
-    tr_dgrams_truncated: int
 
 
 class ResolverLink:
@@ -115,7 +118,7 @@ class ResolverLink:
         self._timer: int | None = None
         self._timer_deadline: int | None = None
         self._send_failed = 0
-        self._truncated = 0
+        self._finished: Callable[[], None] | None = None  # finish(): told when no final advertisement is left
         self._sockets: list[socket.socket] = []
         self._closed = False
         settings = self.engine.settings
@@ -217,33 +220,29 @@ class ResolverLink:
         events: list[Event] = []
         for _ in range(_MAX_DRAIN):
             try:
-                data, _anc, flags, addr = sock.recvmsg(65536)
+                # 65,536 bytes hold any UDP datagram over IPv4 (at most 65,507 bytes): none is truncated.
+                data, addr = sock.recvfrom(65536)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError as exc:  # e.g. ICMP port unreachable reported on the unicast socket
                 self.log.debug("topic resolution socket error: %s", exc)
                 break
-            if flags & socket.MSG_TRUNC:
-                self._truncated += 1
-                continue
             events += self.engine.datagram_received(data, (addr[0], addr[1]), self.loop.clock.now_ns())
         if events:
             self.on_events(events)
         self.reschedule()
 
     # -- sending ------------------------------------------------------------------------------------
-    def _send_due(self, _clientd: Any) -> None:
-        self._timer = None
-        self._timer_deadline = None
-        if self._closed:
-            return
-        now = self.loop.clock.now_ns()
-        for out in self.engine.poll(now):
+    def _send(self, datagrams: list[Outgoing]) -> bool:
+        """Send ``datagrams``; False when the socket refused one (counted and logged)."""
+        ok = True
+        for out in datagrams:
             destination = out.destination or (self.group, self.port)
             try:
                 if self._tx is not None:
                     self._tx.sendto(out.data, destination)
             except OSError as exc:
+                ok = False
                 self._send_failed += 1
                 self.log.warning(
                     "topic resolution: sending %d bytes to %s:%d failed: %s",
@@ -252,10 +251,45 @@ class ResolverLink:
                     destination[1],
                     exc.strerror or exc,
                 )
+        return ok
+
+    def _send_due(self, _clientd: Any) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        if self._closed:
+            return
+        ok = self._send(self.engine.poll(self.loop.clock.now_ns()))
         notes = self.engine.no_source_notifications()
         if notes:
             self.on_no_source(notes)
         self.reschedule()
+        self._check_finished(ok)
+
+    # -- closing ------------------------------------------------------------------------------------
+    def finish(self, done: Callable[[], None], within_ns: int) -> None:
+        """The context is closing: send the final advertisements left (spread as the engine spreads them,
+        the last due within ``within_ns``) and call ``done()`` once none is left: at once when there is
+        none, and as soon as the socket refuses a datagram (waiting longer would not help; what is left
+        then goes at once from :meth:`send_remaining`)."""
+        self._finished = done
+        if not self._closed:
+            self.engine.hasten_final_advertisements(self.loop.clock.now_ns(), within_ns)
+            self.reschedule()
+        self._check_finished(not self._closed)
+
+    def _check_finished(self, ok: bool) -> None:
+        done = self._finished
+        if done is None or (ok and self._tx is not None and self.engine.final_advertisements_pending()):
+            return
+        self._finished = None
+        done()
+
+    def send_remaining(self) -> None:
+        """Send what is due and every final advertisement left, at once (the context closes now)."""
+        if self._closed:
+            return
+        now = self.loop.clock.now_ns()
+        self._send(self.engine.poll(now) + self.engine.flush_final_advertisements(now))
 
     def reschedule(self) -> None:
         """(Re)arm the timer for the engine's next deadline; call after every engine change."""
@@ -275,7 +309,7 @@ class ResolverLink:
         self._timer_deadline = deadline
 
     def statistics(self) -> LinkStatistics:
-        return LinkStatistics(self._send_failed, self._truncated)
+        return LinkStatistics(self._send_failed)
 
     def close(self) -> None:
         if self._closed:

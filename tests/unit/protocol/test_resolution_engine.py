@@ -225,6 +225,55 @@ def test_final_advertisements_remove_the_source_elsewhere() -> None:
     assert b.cached_sources("F") == []
 
 
+def test_final_advertisements_at_close_are_brought_forward_within_the_bound() -> None:
+    a = engine(1)
+    a.add_source(1, source("F", final_advertisements=3), 0)
+    a.add_source(2, source("G", index=2, final_advertisements=50), 0)
+    net = Net([a])
+    net.run_until(10)
+    a.remove_source(1, 10 * MS)
+    a.remove_source(2, 10 * MS)
+    assert a.final_advertisements_pending() == 53
+    net.run_until(10)  # the first of each goes at once, then one every 100 ms
+    assert a.final_advertisements_pending() == 51
+    # The context closes at 50 ms: the rest must be out by 50 + 1000 ms.
+    a.hasten_final_advertisements(50 * MS, 1000 * MS)
+    net.run_until(5000)
+    f, g = net.times("final:F"), net.times("final:G")
+    assert f == [10, 110, 210]  # few enough: still 100 ms apart
+    assert len(g) == 50 and g[0] == 10 and g[-1] <= 1050
+    gaps = [later - earlier for earlier, later in itertools.pairwise(g[1:])]
+    assert min(gaps) >= 20  # closer, but still spread: 49 left over 1000 ms
+    assert a.final_advertisements_pending() == 0
+    assert a.statistics().final_advertisements_sent == 53
+
+
+def test_final_advertisements_left_at_close_go_at_once() -> None:
+    a, b = engine(1), engine(2)
+    a.add_source(1, source("F", final_advertisements=4), 0)
+    b.add_receiver(1, receiver("F"), 0)
+    net = Net([a, b])
+    net.run_until(100)
+    a.remove_source(1, 100 * MS)
+    net.run_until(100)
+    out = a.flush_final_advertisements(100 * MS)
+    assert len(out) == 3 and all(o.destination is None for o in out)
+    for o in out:
+        b.datagram_received(o.data, ("127.0.0.1", 1), 100 * MS)
+    assert a.final_advertisements_pending() == 0 and a.next_deadline() is None
+    assert a.statistics().final_advertisements_sent == 4
+    assert b.statistics().final_advertisements_rcved == 4
+    assert a.flush_final_advertisements(200 * MS) == []
+
+
+def test_no_final_advertisements_are_queued_without_udp_resolution() -> None:
+    a = engine(1, disable_udp=True)
+    a.add_source(1, source("F", final_advertisements=3), 0)
+    a.remove_source(1, 10 * MS)
+    assert a.final_advertisements_pending() == 0
+    assert a.flush_final_advertisements(10 * MS) == []
+
+
 def test_own_datagrams_are_ignored_and_garbage_is_counted() -> None:
     a = engine(1)
     a.add_source(1, source("X"), 0)

@@ -16,7 +16,10 @@ Conventions of openum on the wire (decoding cleanly in Wireshark):
 - every TIR carries the *context instance* topic option;
 - a *final advertisement* (``resolver_send_final_advertisements``) is a topic-management datagram with a
   "leave topic" record: receivers drop the sources of that topic whose context instance equals the
-  sender's source id.
+  sender's source id.  A deleted source's final advertisements go out
+  :data:`FINAL_ADVERTISEMENT_INTERVAL_NS` apart; when its context closes, the ones left are brought
+  forward so the last is due within a bound (:meth:`ResolverEngine.hasten_final_advertisements`), and
+  what is still left at the end goes at once (:meth:`ResolverEngine.flush_final_advertisements`).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from openum.wire.lbmr import (
 )
 
 __all__ = [
+    "FINAL_ADVERTISEMENT_INTERVAL_NS",
     "EngineStatistics",
     "NoSourceNotification",
     "Outgoing",
@@ -71,6 +75,9 @@ __all__ = [
 ]
 
 NS_PER_MS: Final = 1_000_000
+#: Final advertisements of one source are spread this far apart: best effort against burst loss (UDP TR
+#: relies on repetition, UM Concepts Guide, section 7.2.1).
+FINAL_ADVERTISEMENT_INTERVAL_NS: Final = 100 * NS_PER_MS
 _TMR_FLAG_RESPONSE: Final = 0x80
 _MAX_PATTERN_CACHE: Final = 1024
 
@@ -273,6 +280,7 @@ class _Final:
     topic: str
     remaining: int
     due_ns: int
+    interval_ns: int = FINAL_ADVERTISEMENT_INTERVAL_NS
 
 
 def compile_pattern(pattern: str, pattern_type: int) -> re.Pattern[str]:
@@ -362,7 +370,7 @@ class ResolverEngine:
             peers.remove(src)
         if not peers:
             self._sources_by_topic.pop(src.spec.topic, None)
-        if src.spec.final_advertisements > 0:
+        if src.spec.final_advertisements > 0 and not self.settings.disable_udp:
             self._finals.append(_Final(src.spec.topic, src.spec.final_advertisements, now_ns))
         removed = self._cache_remove(src.info)
         return [SourceLeft(src.spec.topic, src.info)] if removed else []
@@ -668,17 +676,39 @@ class ResolverEngine:
             index.update(key, due)
         return out
 
-    def _due_finals(self, now_ns: int) -> list[bytes]:
+    def _due_finals(self, now_ns: int, *, every: bool = False) -> list[bytes]:
+        """One final advertisement of each source whose next one is due (``every``: all that are left)."""
         out: list[bytes] = []
         for final in self._finals:
-            if final.due_ns <= now_ns and final.remaining > 0:
-                record = TopicManagementRecord(final.topic, TMR_LEAVE, _TMR_FLAG_RESPONSE)
-                out.append(encode_packet(LbmrPacket(TopicManagement((record,)), self._packet_options)))
-                final.remaining -= 1
-                final.due_ns = now_ns + 100 * NS_PER_MS  # spread them: best effort against burst loss
-                self._counters.add("final_advertisements_sent")
+            if not every and final.due_ns > now_ns:
+                continue
+            record = TopicManagementRecord(final.topic, TMR_LEAVE, _TMR_FLAG_RESPONSE)
+            datagram = encode_packet(LbmrPacket(TopicManagement((record,)), self._packet_options))
+            sent = final.remaining if every else 1
+            out += [datagram] * sent
+            final.remaining -= sent
+            final.due_ns = now_ns + final.interval_ns
+            self._counters.add("final_advertisements_sent", sent)
         self._finals = [f for f in self._finals if f.remaining > 0]
         return out
+
+    def final_advertisements_pending(self) -> int:
+        """Final advertisements of deleted sources not sent yet."""
+        return sum(f.remaining for f in self._finals)
+
+    def hasten_final_advertisements(self, now_ns: int, within_ns: int) -> None:
+        """The context is closing: bring the final advertisements left forward so that the last one is due
+        by ``now_ns + within_ns``.  They stay spread (at most :data:`FINAL_ADVERTISEMENT_INTERVAL_NS`
+        apart, closer when there are too many to fit); none is put later than it was."""
+        for final in self._finals:
+            final.interval_ns = min(final.interval_ns, max(0, within_ns) // final.remaining)
+            final.due_ns = min(final.due_ns, now_ns + final.interval_ns)
+
+    def flush_final_advertisements(self, now_ns: int) -> list[Outgoing]:
+        """Every final advertisement left, at once: the context closes now and has no time to wait."""
+        if self.settings.disable_udp:
+            return []
+        return self._address(self._due_finals(now_ns, every=True), now_ns)
 
     def _address(self, datagrams: list[bytes], now_ns: int) -> list[Outgoing]:
         if self._daemons is None:

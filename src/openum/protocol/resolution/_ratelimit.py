@@ -28,7 +28,6 @@ class TrRateLimiter:
     _bits_left: float = 0.0
     _sent_in_interval: int = 0
     _interval_end: int | None = None
-    deferred: int = 0
 
     def _refresh(self, now_ns: int) -> None:
         if self._interval_end is None or now_ns >= self._interval_end:
@@ -42,7 +41,6 @@ class TrRateLimiter:
         """Take one record of ``record_bytes`` from the budget; False: wait for the next interval."""
         self._refresh(now_ns)
         if self._sent_in_interval and (self._records_left <= 0 or self._bits_left <= 0):
-            self.deferred += 1
             return False
         self._records_left -= 1
         self._bits_left -= record_bytes * 8
