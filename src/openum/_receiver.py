@@ -6,6 +6,16 @@ Callbacks run on the context thread unless the receiver was given an :class:`~op
 Source notifications (``source_notification_function``, seed 7.1): ``create(source_string, clientd)``
 is called when the receiver finds a source (its return value becomes that source's ``source_clientd``)
 and ``delete(source_string, clientd, source_clientd)`` when the source goes away.
+
+A wildcard receiver receives each matching topic through a per-topic receiver of its own, as UM does
+(``lbm_wildcard_rcv_create``, UM Concepts Guide, section 3.4.2).  ``receiver_create_callback``
+``(create, clientd)``: ``create(topic, attrs, clientd)`` runs when that receiver is about to be created
+(the topic's first source is found, before any message of the topic), with ``attrs`` a copy of the
+receiver options the topic would be received with; what the callback sets there applies to that topic.
+``receiver_delete_callback`` ``(delete, clientd)``: ``delete(topic, clientd)`` runs when it is about to be
+deleted: ``resolver_no_source_linger_timeout`` after the topic's last source went away (unless a source
+comes back first), or when the wildcard receiver is closed.  Both run on the context thread, never
+through an event queue (UM calls them inline too: ``create`` must return before the receiver exists).
 """
 
 from __future__ import annotations
@@ -30,16 +40,33 @@ __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 _ids = itertools.count(1)
 # Final: compiled, these are read from C variables rather than looked up in the module's dict.
 _DATA: Final = MsgType.DATA
+_DATA_EVENT: Final = EventKind.DATA
+#: Receiver options a wildcard receiver reads for itself, not per topic: receiver_create_callback cannot
+#: change them for one topic (the query options are a single-topic receiver's; a wildcard receiver queries
+#: with its wildcard_receiver options).
+_NOT_PER_TOPIC: Final = frozenset(
+    {
+        "source_notification_function",
+        "resolution_no_source_notification_threshold",
+        "resolution_number_of_sources_query_threshold",
+        "resolver_query_maximum_initial_interval",
+        "resolver_query_minimum_initial_duration",
+        "resolver_query_minimum_initial_interval",
+        "resolver_query_minimum_sustain_duration",
+        "resolver_query_sustain_interval",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ReceiverStatistics:
-    """What a receiver delivered to its callback.
+    """What a receiver delivered to its callback (counted whether or not it has one).
 
     ``msgs_rcved``/``bytes_rcved``: data messages and their payload bytes.  ``bos``/``eos``: session
     events.  ``unrecoverable_loss``: messages declared lost (one per sequence number).
-    ``unrecoverable_loss_burst``: burst-loss events.  ``no_source_notifications``.  ``sources``: sources
-    the receiver knows now.
+    ``unrecoverable_loss_burst``: burst-loss events.  ``no_source_notifications``: NO_SOURCE_NOTIFICATION
+    events (single-topic receivers only: a wildcard receiver queries for its pattern, not for a topic).
+    ``sources``: sources the receiver knows now.
     """
 
     msgs_rcved: int
@@ -65,6 +92,7 @@ class _Subscriber:
         callback: ReceiverCallback | None,
         clientd: Any,
         event_queue: EventQueue | None,
+        event_kind: EventKind,
     ) -> None:
         if callback is not None and not callable(callback):
             raise TypeError("the receiver callback must be callable (it is called with each Message)")
@@ -75,6 +103,8 @@ class _Subscriber:
         self.callback = callback
         self.clientd = clientd
         self.event_queue = event_queue
+        # What the event queue counts this receiver's events as (UM's data_msgs or wrcv_msgs).
+        self._event_kind = event_kind
         self.closed = False
         self.sources: dict[SourceKey, tuple[str, Any]] = {}  # key -> (source string, source clientd)
         self._counts: dict[MsgType, int] = {}  # events other than DATA, by type
@@ -121,6 +151,10 @@ class _Subscriber:
     def _deliver(self, msg: Message, kind: EventKind) -> None:
         """Hand one message to the callback: now (context thread) or through the event queue.
 
+        ``kind``: what the event queue counts the message as; ``EventKind.DATA`` (every receiver event)
+        becomes the receiver's own kind, which for a wildcard receiver is ``WILDCARD_RECEIVER`` (UM's
+        ``wrcv_msgs``).
+
         The hot path (once per delivered message): the direct call is inlined here rather than going
         through :meth:`_run_callback`, and the callback scope is entered only when the thread is not in
         one already (the event loop enters it while a thread runs it, and counts that in
@@ -139,7 +173,8 @@ class _Subscriber:
         msg.receiver_clientd = self.clientd
         if self.event_queue is not None:
             msg.retain()  # the receive buffer is reused before the queue is dispatched
-            self.event_queue.enqueue(kind, self._run_callback, msg)
+            queued_as = self._event_kind if kind is _DATA_EVENT else kind
+            self.event_queue.enqueue(queued_as, self._run_callback, msg)
             return
         try:
             if self._loop.in_callback:  # delivery runs on the loop's thread only
@@ -183,7 +218,7 @@ class _Subscriber:
         msg = Message(_DATA, topic, source, payload, sqn, flags, properties, source_clientd, self.clientd)
         if self.event_queue is not None:
             msg.retain()  # the receive buffer is reused before the queue is dispatched
-            self.event_queue.enqueue(EventKind.DATA, self._run_callback, msg)
+            self.event_queue.enqueue(self._event_kind, self._run_callback, msg)
             return
         try:
             if self._loop.in_callback:  # delivery runs on the loop's thread only
@@ -196,6 +231,11 @@ class _Subscriber:
         finally:
             if not msg.retained:
                 msg._valid = False
+
+    def _join_attributes(self, topic: str) -> Attributes:
+        """The receiver options ``topic`` is joined with (its delivery controllers, the transport
+        sessions it opens)."""
+        return self.attributes
 
     def _statistics(self) -> ReceiverStatistics:
         c = self._counts
@@ -243,7 +283,7 @@ class Receiver(_Subscriber):
         clientd: Any,
         event_queue: EventQueue | None,
     ) -> None:
-        super().__init__(ctx, attrs, callback, clientd, event_queue)
+        super().__init__(ctx, attrs, callback, clientd, event_queue, EventKind.DATA)
         self.topic = topic
         spec = ReceiverSpec(
             topic,
@@ -328,8 +368,21 @@ class WildcardReceiver(_Subscriber):
                 value=pattern,
                 allowed="a PCRE-style regular expression (Python re syntax)",
             ) from None
-        super().__init__(ctx, attrs, callback, clientd, event_queue)
+        super().__init__(ctx, attrs, callback, clientd, event_queue, EventKind.WILDCARD_RECEIVER)
         self.topics: dict[str, int] = {}  # topic -> sources known on it
+        # The per-topic receivers (seed 3.4.2): one exists for every topic in ``topics`` and for every
+        # topic whose last source left less than resolver_no_source_linger_timeout ago (``_lingering``:
+        # topic -> the timer that deletes it).  ``_topic_attrs``: the receiver options of each topic, as
+        # receiver_create_callback left them.
+        self._create_topic_cb: tuple[Any, ...] | None = attrs.get("receiver_create_callback")
+        self._delete_topic_cb: tuple[Any, ...] | None = attrs.get("receiver_delete_callback")
+        self._linger_ms: int = attrs.get("resolver_no_source_linger_timeout")
+        self._lingering: dict[str, int] = {}
+        self._topic_attrs: dict[str, Attributes] = {}
+        self._ignored_logged: set[str] = set()
+        self._receiver_attrs: Attributes | None = None
+        if self._create_topic_cb is not None:
+            self._receiver_attrs = _receiver_scope(attrs)
         spec = WildcardSpec(pattern, code, ctx._wildcard_phases(attrs))
         ctx._add_child(self)
         ctx._on_loop(ctx._resolver.add_wildcard, self, spec)
@@ -338,8 +391,17 @@ class WildcardReceiver(_Subscriber):
         return self.regex.search(topic) is not None
 
     def _source_found(self, info: TopicInfo, text: str) -> None:
+        if self.closed:
+            return
+        topic = info.topic
+        if topic not in self.topics:
+            timer = self._lingering.pop(topic, None)
+            if timer is not None:
+                self._loop.cancel_timer(timer)  # a source came back in time: the same topic receiver
+            else:
+                self._create_topic(topic)
         if self._add_source(info, text):
-            self.topics[info.topic] = self.topics.get(info.topic, 0) + 1
+            self.topics[topic] = self.topics.get(topic, 0) + 1
             self.ctx._subscriptions.join(self, info, text)
 
     def statistics(self) -> ReceiverStatistics:
@@ -349,11 +411,80 @@ class WildcardReceiver(_Subscriber):
     def _source_gone(self, info: TopicInfo, text: str) -> None:
         self.ctx._subscriptions.leave_source(self, info)
         if self._remove_source(info):
-            left = self.topics.get(info.topic, 1) - 1
+            topic = info.topic
+            left = self.topics.get(topic, 1) - 1
             if left:
-                self.topics[info.topic] = left
+                self.topics[topic] = left
             else:
-                self.topics.pop(info.topic, None)
+                self.topics.pop(topic, None)
+                self._linger(topic)
+
+    # -- per-topic receivers (on the loop) -------------------------------------------------------------
+    def _create_topic(self, topic: str) -> None:
+        """The receiver for ``topic`` is about to be created: ``receiver_create_callback``, which may
+        adjust the topic's receiver options (a copy of the wildcard receiver's)."""
+        create = self._create_topic_cb
+        base = self._receiver_attrs
+        if create is None or base is None:
+            return
+        topic_attrs = base.copy()
+        try:
+            with callback_scope():
+                create[0](topic, topic_attrs, create[-1])
+            topic_attrs.validate()  # low <= high pairs, as for options set any other way
+        except Exception:
+            self.ctx.log.exception(
+                "receiver_create_callback for topic %r raised; the topic is received with the wildcard "
+                "receiver's options",
+                topic,
+            )
+            return
+        self._topic_attrs[topic] = topic_attrs
+        self._log_ignored(topic, base, topic_attrs)
+
+    def _log_ignored(self, topic: str, base: Attributes, topic_attrs: Attributes) -> None:
+        """Say (once per option) when the create callback changed an option that cannot apply to one
+        topic: nothing is ignored silently."""
+        before = base.explicit()
+        for name, value in topic_attrs.explicit().items():
+            if name in _NOT_PER_TOPIC and name not in self._ignored_logged and before.get(name) != value:
+                self._ignored_logged.add(name)
+                self.ctx.log.warning(
+                    "receiver_create_callback set receiver option %s for topic %r: a wildcard receiver "
+                    "reads it for all its topics, not per topic, so it has no effect there; set it in "
+                    "receiver_attrs of create_wildcard_receiver",
+                    name,
+                    topic,
+                )
+
+    def _join_attributes(self, topic: str) -> Attributes:
+        return self._topic_attrs.get(topic, self.attributes)
+
+    def _linger(self, topic: str) -> None:
+        """The last source of ``topic`` left: delete its receiver after resolver_no_source_linger_timeout
+        (0: now), unless a source of the topic is found first."""
+        if self.closed or self._linger_ms == 0:
+            self._delete_topic(topic)  # closed: the source left between close() and _closed_on_loop
+            return
+        if self._create_topic_cb is None and self._delete_topic_cb is None:
+            return  # nothing to see of the topic receiver's life: no timer
+        self._lingering[topic] = self._loop.schedule_timer(self._linger_ms, self._linger_expired, topic)
+
+    def _linger_expired(self, topic: str) -> None:
+        if self._lingering.pop(topic, None) is not None:
+            self._delete_topic(topic)
+
+    def _delete_topic(self, topic: str) -> None:
+        """The receiver for ``topic`` is about to be deleted: ``receiver_delete_callback``."""
+        self._topic_attrs.pop(topic, None)
+        delete = self._delete_topic_cb
+        if delete is None:
+            return
+        try:
+            with callback_scope():
+                delete[0](topic, delete[-1])
+        except Exception:
+            self.ctx.log.exception("receiver_delete_callback for topic %r raised", topic)
 
     def close(self) -> None:
         """Delete the wildcard receiver (``lbm_wildcard_rcv_delete``)."""
@@ -372,6 +503,15 @@ class WildcardReceiver(_Subscriber):
         for text, source_clientd in list(self.sources.values()):
             self._notify_delete(text, source_clientd)
         self.sources.clear()
+        # Every topic receiver goes with the wildcard receiver, after its sources (as when the last
+        # source of a topic leaves): the lingering ones too.
+        for timer in self._lingering.values():
+            self._loop.cancel_timer(timer)
+        topics = [*self.topics, *self._lingering]
+        self.topics.clear()
+        self._lingering.clear()
+        for topic in topics:
+            self._delete_topic(topic)
 
     def __enter__(self) -> WildcardReceiver:
         return self
@@ -382,3 +522,13 @@ class WildcardReceiver(_Subscriber):
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
         return f"<WildcardReceiver {self.pattern!r} {len(self.topics)} topic(s){state}>"
+
+
+def _receiver_scope(attrs: Attributes) -> Attributes:
+    """The receiver options a wildcard receiver applies to its topics (``receiver_attrs`` of
+    :meth:`Context.create_wildcard_receiver` over the configuration): the context merges them with the
+    wildcard_receiver options and keeps them apart as ``_receiver``."""
+    receiver = getattr(attrs, "_receiver", None)
+    if not isinstance(receiver, Attributes) or receiver.scope != "receiver":
+        raise TypeError(f"no receiver options in the wildcard receiver's attributes {attrs!r}")
+    return receiver

@@ -9,6 +9,11 @@ already active session gets BOS at once.  When the session ends (disconnect, act
 advertisement removes the source, each controller delivers EOS and is dropped; the receiver objects
 survive and join again if the source comes back (seed 8.11.6).
 
+The receiver options that shape a (topic, source) (``ordered_delivery``, the delivery-control options,
+the transport's receiver options) come from the receiver object that first needs it: for a wildcard
+receiver, those of the topic, which ``receiver_create_callback`` may have adjusted.  Later receiver
+objects of the same topic or session share what exists (UM Concepts Guide, sections 3.4.1 and 3.4.2).
+
 Everything here runs on the context's loop.
 """
 
@@ -189,7 +194,8 @@ class Subscriptions:
                 )
             return
         key = _session_key(transport)
-        attrs = subscriber.attributes
+        # A wildcard receiver's topic may have its own receiver options (receiver_create_callback).
+        attrs = subscriber._join_attributes(info.topic)
         session = self.sessions.get(key)
         if session is None:
             try:

@@ -118,7 +118,6 @@ class DeliveryStatistics:
     fragments of partial messages held now.  ``map_entries``: order-map plus received-set entries now.
     ``map_overflow_losses``: sqns declared lost early because ``maximum_map_entries`` was reached.
     ``gaps_pending``: gap regions waiting for their loss timer.  ``tsnis_received``: TSNIs seen.
-    ``dropped_after_end``: messages offered after EOS.
     """
 
     msgs_delivered: int
@@ -138,7 +137,6 @@ class DeliveryStatistics:
     map_overflow_losses: int
     gaps_pending: int
     tsnis_received: int
-    dropped_after_end: int
 
 
 class _Assembly:
@@ -219,7 +217,6 @@ class DeliveryController:
     """
 
     __slots__ = (
-        "_after_end",
         "_asms",
         "_assembly",
         "_bos_done",
@@ -292,7 +289,6 @@ class DeliveryController:
         self._frags_discarded = 0
         self._overflow_losses = 0
         self._tsnis = 0
-        self._after_end = 0
 
     # ----------------------------------------------------------------------------------------- API
 
@@ -391,7 +387,7 @@ class DeliveryController:
         now (without waiting for its timer), in stream position, and the messages held behind it are
         delivered before EOS.  Partial messages whose remaining fragments were never seen are dropped
         (counted in ``fragments_discarded``).  Held state is then released; later messages are ignored
-        (``dropped_after_end``)."""
+        (none come: the transport session delivers nothing after it ended, so nothing counts them)."""
         if self._ended:
             return []
         out: list[Delivery] = []
@@ -432,7 +428,6 @@ class DeliveryController:
             map_overflow_losses=self._overflow_losses,
             gaps_pending=len(self._gaps),
             tsnis_received=self._tsnis,
-            dropped_after_end=self._after_end,
         )
 
     # ------------------------------------------------------------------------------ arrival (slow)
@@ -447,7 +442,6 @@ class DeliveryController:
         properties: object,
     ) -> list[Delivery]:
         if self._ended:
-            self._after_end += 1
             return []
         sqn &= SQN_MASK
         out: list[Delivery] = []

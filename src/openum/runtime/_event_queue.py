@@ -14,6 +14,12 @@ Behaviour reproduced exactly from seed 3.5.1-3.5.4:
   size after the dequeue exceeds ``queue_size_warning`` or the event waited longer than
   ``queue_delay_warning`` microseconds; with ``queue_enqueue_notification`` it is also called on every
   enqueue with ``ENQUEUE_NOTIFICATION``, size 1 and delay 0.
+
+Statistics (``lbm_event_queue_retrieve_stats``, UM Concepts Guide, section 3.5.1) cost time on every
+event, so, as in UM, each group is kept only when its option is 1 (all are 0 by default):
+``queue_count_enabled`` the counts by kind, ``queue_age_enabled`` the time events wait in the queue,
+``queue_service_time_enabled`` the time their callbacks take.  Events discarded by ``shutdown()`` or
+``close()`` are always counted (``dropped_tot``): nothing is lost without a trace.
 """
 
 from __future__ import annotations
@@ -45,28 +51,34 @@ class QueueMonitorEvent(enum.IntFlag):
 
 
 class EventKind(enum.Enum):
-    """What an event carries; counted separately in the statistics (UM's per-type counters)."""
+    """What an event carries; counted separately in the statistics (UM's per-type counters).
 
-    DATA = "data_msgs"
-    RESPONSE = "resp_msgs"
-    TOPICLESS_IMMEDIATE = "topicless_im_msgs"
-    WILDCARD_RECEIVER = "wrcv_msgs"
-    IO = "io_events"
-    TIMER = "timer_events"
-    SOURCE = "source_events"
-    CONTEXT_SOURCE = "context_source_events"
-    CALLBACK = "callback_events"
-    UNBLOCK = "unblock_events"
+    Only the kinds openum delivers: UM's response, topicless immediate message and context source
+    event kinds come with request/response, immediate messaging and context source events."""
+
+    DATA = "data_msgs"  # a receiver's messages and events
+    WILDCARD_RECEIVER = "wrcv_msgs"  # a wildcard receiver's messages and events
+    IO = "io_events"  # an application descriptor became ready (Context.register_fd)
+    TIMER = "timer_events"  # an application timer fired (Context.schedule_timer)
+    SOURCE = "source_events"  # a source's CONNECT, DISCONNECT, WAKEUP... events
+    CALLBACK = "callback_events"  # EventQueue.call()
+    UNBLOCK = "unblock_events"  # EventQueue.unblock() (runs no callback)
 
 
 @dataclass(frozen=True, slots=True)
 class EventQueueStatistics:
     """A snapshot of an event queue's counters (UM's ``lbm_event_queue_stats_t`` names).
 
-    For each kind: ``<kind>`` is the number currently queued and ``<kind>_tot`` the total enqueued.
-    ``events``/``events_tot``: all kinds.  ``age_min/mean/max``: time events waited in the queue, in
-    microseconds.  ``<kind>_svc_min/mean/max`` (data and timer only): callback service time in
-    microseconds.  ``dropped_tot``: events discarded by ``shutdown()``.
+    With ``queue_count_enabled``: for each kind, ``<kind>`` is the number queued now and ``<kind>_tot``
+    the total enqueued: ``data_msgs`` receiver messages and events, ``wrcv_msgs`` wildcard receiver
+    messages and events, ``io_events`` descriptor callbacks, ``timer_events`` timer callbacks,
+    ``source_events`` source events, ``callback_events`` :meth:`EventQueue.call` callbacks,
+    ``unblock_events`` :meth:`EventQueue.unblock` calls (queued: not yet consumed by a ``dispatch``).
+    ``events``/``events_tot``: every kind but unblocks.  With ``queue_age_enabled``: ``age_min/mean/max``,
+    how long dispatched events waited in the queue, in microseconds.  With ``queue_service_time_enabled``:
+    ``data_msgs_svc_*``, ``wrcv_msgs_svc_*``, ``timer_events_svc_*`` (min/mean/max): how long their
+    callbacks ran, in microseconds.  Always: ``dropped_tot``, events discarded by ``shutdown()`` or
+    ``close()``, or refused after them.
     """
 
     events: int
@@ -79,12 +91,11 @@ class EventQueueStatistics:
     data_msgs_svc_min: int
     data_msgs_svc_mean: int
     data_msgs_svc_max: int
-    resp_msgs: int
-    resp_msgs_tot: int
-    topicless_im_msgs: int
-    topicless_im_msgs_tot: int
     wrcv_msgs: int
     wrcv_msgs_tot: int
+    wrcv_msgs_svc_min: int
+    wrcv_msgs_svc_mean: int
+    wrcv_msgs_svc_max: int
     io_events: int
     io_events_tot: int
     timer_events: int
@@ -94,8 +105,6 @@ class EventQueueStatistics:
     timer_events_svc_max: int
     source_events: int
     source_events_tot: int
-    context_source_events: int
-    context_source_events_tot: int
     callback_events: int
     callback_events_tot: int
     unblock_events: int
@@ -125,6 +134,8 @@ class _MinMeanMax:
 
 
 _KINDS: Final = tuple(EventKind)
+#: The kinds whose callback service time is measured (UM's ``*_svc_min/mean/max``).
+_TIMED: Final = (EventKind.DATA, EventKind.WILDCARD_RECEIVER, EventKind.TIMER)
 
 MonitorCallback = Callable[["EventQueue", QueueMonitorEvent, int, int, Any], Any]
 
@@ -134,8 +145,9 @@ class EventQueue:
 
     ``EventQueue(monitor=None, clientd=None, attrs=None, config=None, name=None)``: ``attrs`` is an
     :class:`~openum.config.EventQueueAttributes` or a mapping of event-queue options
-    (``queue_size_warning``, ``queue_delay_warning``, ``queue_enqueue_notification``); ``name``
-    selects an ``<event-queue>`` of an XML configuration.
+    (``queue_size_warning``, ``queue_delay_warning``, ``queue_enqueue_notification``,
+    ``queue_count_enabled``, ``queue_age_enabled``, ``queue_service_time_enabled``); ``name`` selects an
+    ``<event-queue>`` of an XML configuration.
     """
 
     BLOCK: Final = -1
@@ -158,6 +170,11 @@ class EventQueue:
         self._size_warning: int = self.attributes.get("queue_size_warning")
         self._delay_warning_us: int = self.attributes.get("queue_delay_warning")
         self._enqueue_notification: bool = self.attributes.get("queue_enqueue_notification")
+        self._count: bool = self.attributes.get("queue_count_enabled")
+        self._measure_age: bool = self.attributes.get("queue_age_enabled")
+        self._measure_svc: bool = self.attributes.get("queue_service_time_enabled")
+        # Enqueue times are read only when something uses them: ages, or the delay warning.
+        self._stamp = self._measure_age or self._delay_warning_us > 0
         if (self._size_warning or self._delay_warning_us or self._enqueue_notification) and monitor is None:
             log.warning(
                 "event queue %s: monitor thresholds are set but no monitor callback was given",
@@ -173,7 +190,7 @@ class EventQueue:
         self._queued = dict.fromkeys(_KINDS, 0)
         self._totals = dict.fromkeys(_KINDS, 0)
         self._age = _MinMeanMax()
-        self._svc = {EventKind.DATA: _MinMeanMax(), EventKind.TIMER: _MinMeanMax()}
+        self._svc = {kind: _MinMeanMax() for kind in _TIMED}
         self._dropped = 0
 
     # -- producers (any thread) ------------------------------------------------------------------------
@@ -183,9 +200,10 @@ class EventQueue:
             if self._shut_down or self._closed:
                 self._dropped += 1
                 return False
-            self._queue.append((kind, callback, args, time.monotonic_ns()))
-            self._queued[kind] += 1
-            self._totals[kind] += 1
+            self._queue.append((kind, callback, args, time.monotonic_ns() if self._stamp else 0))
+            if self._count:
+                self._queued[kind] += 1
+                self._totals[kind] += 1
             self._cond.notify()
         if self._enqueue_notification and self._monitor is not None:
             self._call_monitor(QueueMonitorEvent.ENQUEUE_NOTIFICATION, 1, 0)
@@ -224,16 +242,19 @@ class EventQueue:
                             self._cond.wait()
                         if self._unblock_pending:
                             self._unblock_pending -= 1
-                            self._totals[EventKind.UNBLOCK] += 1
                             return count
                         if self._shut_down:
                             return count
                     kind, callback, args, t_enq = self._queue.popleft()
-                    self._queued[kind] -= 1
+                    if self._count:
+                        self._queued[kind] -= 1
                     size_after = len(self._queue)
-                now = time.monotonic_ns()
-                delay_us = (now - t_enq) // 1000
-                self._age.add(delay_us)
+                delay_us = 0
+                if self._stamp:
+                    delay_us = (time.monotonic_ns() - t_enq) // 1000
+                    if self._measure_age:
+                        with self._cond:
+                            self._age.add(delay_us)
                 self._check_thresholds(size_after, delay_us)
                 self._run(kind, callback, args)
                 count += 1
@@ -246,7 +267,8 @@ class EventQueue:
                 self._dispatchers -= 1
 
     def _run(self, kind: EventKind, callback: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        t0 = time.monotonic_ns()
+        measure = self._measure_svc and kind in _TIMED
+        t0 = time.monotonic_ns() if measure else 0
         try:
             callback(*args)
         except Exception:
@@ -254,9 +276,10 @@ class EventQueue:
             # callback's return value too); it is logged with its traceback.
             log.exception("event queue %s: callback %r raised", self.name or "(unnamed)", callback)
         finally:
-            svc = self._svc.get(kind)
-            if svc is not None:
-                svc.add((time.monotonic_ns() - t0) // 1000)
+            if measure:
+                elapsed_us = (time.monotonic_ns() - t0) // 1000
+                with self._cond:
+                    self._svc[kind].add(elapsed_us)
 
     def _check_thresholds(self, size: int, delay_us: int) -> None:
         if self._monitor is None:
@@ -281,6 +304,8 @@ class EventQueue:
         """Make one blocked (or the next) ``dispatch()`` return (``lbm_event_dispatch_unblock``)."""
         with self._cond:
             self._unblock_pending += 1
+            if self._count:
+                self._totals[EventKind.UNBLOCK] += 1
             self._cond.notify_all()
 
     def size(self) -> int:
@@ -307,7 +332,8 @@ class EventQueue:
     def statistics(self) -> EventQueueStatistics:
         with self._cond:
             q, t = self._queued, self._totals
-            data, timer = self._svc[EventKind.DATA], self._svc[EventKind.TIMER]
+            svc = self._svc
+            data, wrcv, timer = svc[EventKind.DATA], svc[EventKind.WILDCARD_RECEIVER], svc[EventKind.TIMER]
             return EventQueueStatistics(
                 events=sum(q.values()),
                 events_tot=sum(v for k, v in t.items() if k is not EventKind.UNBLOCK),
@@ -319,12 +345,11 @@ class EventQueue:
                 data_msgs_svc_min=data.min,
                 data_msgs_svc_mean=data.mean,
                 data_msgs_svc_max=data.max,
-                resp_msgs=q[EventKind.RESPONSE],
-                resp_msgs_tot=t[EventKind.RESPONSE],
-                topicless_im_msgs=q[EventKind.TOPICLESS_IMMEDIATE],
-                topicless_im_msgs_tot=t[EventKind.TOPICLESS_IMMEDIATE],
                 wrcv_msgs=q[EventKind.WILDCARD_RECEIVER],
                 wrcv_msgs_tot=t[EventKind.WILDCARD_RECEIVER],
+                wrcv_msgs_svc_min=wrcv.min,
+                wrcv_msgs_svc_mean=wrcv.mean,
+                wrcv_msgs_svc_max=wrcv.max,
                 io_events=q[EventKind.IO],
                 io_events_tot=t[EventKind.IO],
                 timer_events=q[EventKind.TIMER],
@@ -334,11 +359,9 @@ class EventQueue:
                 timer_events_svc_max=timer.max,
                 source_events=q[EventKind.SOURCE],
                 source_events_tot=t[EventKind.SOURCE],
-                context_source_events=q[EventKind.CONTEXT_SOURCE],
-                context_source_events_tot=t[EventKind.CONTEXT_SOURCE],
                 callback_events=q[EventKind.CALLBACK],
                 callback_events_tot=t[EventKind.CALLBACK],
-                unblock_events=0,
+                unblock_events=self._unblock_pending if self._count else 0,
                 unblock_events_tot=t[EventKind.UNBLOCK],
                 dropped_tot=self._dropped,
             )
@@ -348,7 +371,7 @@ class EventQueue:
         with self._cond:
             self._totals = dict.fromkeys(_KINDS, 0)
             self._age = _MinMeanMax()
-            self._svc = {EventKind.DATA: _MinMeanMax(), EventKind.TIMER: _MinMeanMax()}
+            self._svc = {kind: _MinMeanMax() for kind in _TIMED}
             self._dropped = 0
 
     # -- lifetime (seed 3.0 step 7) --------------------------------------------------------------------
@@ -391,6 +414,7 @@ class EventQueue:
             self._closed = True
             dropped = len(self._queue)
             self._queue.clear()
+            self._queued = dict.fromkeys(_KINDS, 0)
             self._dropped += dropped
 
     def __enter__(self) -> EventQueue:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ from openum import EventQueue, QueueMonitorEvent
 from openum.runtime import EventKind
 
 WAIT = 5.0  # generous upper bound for events that must happen
+#: Every statistics group on (each is off by default, as in UM).
+ALL_STATS = {"queue_count_enabled": 1, "queue_age_enabled": 1, "queue_service_time_enabled": 1}
 
 
 def _dispatch_in_thread(evq: EventQueue, timeout: int) -> tuple[threading.Thread, threading.Event, list[int]]:
@@ -43,7 +47,7 @@ def test_poll_dispatches_exactly_one_event() -> None:
 
 
 def test_block_runs_events_until_unblock_and_counts_them() -> None:
-    evq = EventQueue()
+    evq = EventQueue(attrs={"queue_count_enabled": 1})
     seen = threading.Event()
     ran: list[str] = []
     thread, done, result = _dispatch_in_thread(evq, EventQueue.BLOCK)
@@ -164,7 +168,7 @@ def test_shutdown_discards_and_refuses() -> None:
 
 
 def test_statistics_count_by_kind_and_reset() -> None:
-    evq = EventQueue()
+    evq = EventQueue(attrs={"queue_count_enabled": 1})
     evq.enqueue(EventKind.DATA, lambda: None)
     evq.enqueue(EventKind.TIMER, lambda: None)
     evq.call(lambda: None)
@@ -183,6 +187,91 @@ def test_statistics_count_by_kind_and_reset() -> None:
     assert evq.statistics().events_tot == 0 and evq.statistics().events == 2
     evq.shutdown()
     evq.close()
+
+
+def _spin(us: int) -> None:
+    """Take at least ``us`` microseconds: a callback with a known minimum service time."""
+    end = time.monotonic_ns() + us * 1000
+    while time.monotonic_ns() < end:
+        pass
+
+
+def _run_all(evq: EventQueue) -> int:
+    ran = 0
+    while evq.dispatch(EventQueue.POLL):
+        ran += 1
+    return ran
+
+
+def _fill(evq: EventQueue) -> None:
+    """One event of each kind an application can queue directly, the first two slow."""
+    evq.enqueue(EventKind.DATA, _spin, 1000)
+    evq.enqueue(EventKind.WILDCARD_RECEIVER, _spin, 2000)
+    evq.enqueue(EventKind.TIMER, _spin, 0)
+    evq.enqueue(EventKind.IO, _spin, 0)
+    evq.enqueue(EventKind.SOURCE, _spin, 0)
+    evq.call(_spin, 0)
+
+
+def test_statistics_are_kept_only_when_their_option_is_set() -> None:
+    # queue_count_enabled, queue_age_enabled and queue_service_time_enabled are 0 by default: the
+    # counters stay at 0 while events run, except events discarded, which are always counted.
+    evq = EventQueue()
+    _fill(evq)
+    assert _run_all(evq) == 6
+    evq.unblock()
+    _fill(evq)
+    evq.shutdown()
+    stats = evq.statistics()
+    assert stats.dropped_tot == 6
+    assert {name: value for name, value in asdict(stats).items() if value} == {"dropped_tot": 6}
+    evq.close()
+
+
+def test_counts_by_kind_with_queue_count_enabled() -> None:
+    evq = EventQueue(attrs={"queue_count_enabled": 1})
+    _fill(evq)
+    evq.unblock()  # nobody dispatches: it stays queued
+    queued = evq.statistics()
+    for kind in ("data_msgs", "wrcv_msgs", "timer_events", "io_events", "source_events", "callback_events"):
+        assert (getattr(queued, kind), getattr(queued, f"{kind}_tot")) == (1, 1), kind
+    assert (queued.events, queued.events_tot) == (6, 6)
+    assert (queued.unblock_events, queued.unblock_events_tot) == (1, 1)
+    assert evq.dispatch(EventQueue.BLOCK) == 0  # the pending unblock: returns at once
+    assert (evq.statistics().unblock_events, evq.statistics().unblock_events_tot) == (0, 1)
+    assert _run_all(evq) == 6
+    done = evq.statistics()
+    assert (done.events, done.events_tot, done.wrcv_msgs, done.wrcv_msgs_tot) == (0, 6, 0, 1)
+    # Nothing else was asked for.
+    assert done.age_max == done.data_msgs_svc_max == done.wrcv_msgs_svc_max == 0
+    evq.close()
+
+
+def test_ages_and_service_times_when_enabled() -> None:
+    evq = EventQueue(attrs=ALL_STATS)
+    _fill(evq)
+    assert _run_all(evq) == 6
+    stats = evq.statistics()
+    # The events behind the two slow callbacks waited at least 3 ms; the first hardly at all.
+    assert stats.age_max >= 3000
+    assert stats.age_min <= stats.age_mean <= stats.age_max
+    assert stats.data_msgs_svc_min >= 1000 and stats.data_msgs_svc_max >= 1000
+    assert stats.wrcv_msgs_svc_min >= 2000 and stats.wrcv_msgs_svc_mean >= 2000
+    assert stats.timer_events_svc_min <= stats.timer_events_svc_max
+    evq.reset_statistics()
+    reset = evq.statistics()
+    assert reset.age_max == reset.data_msgs_svc_max == reset.wrcv_msgs_svc_max == reset.events_tot == 0
+    evq.close()
+
+
+def test_close_discards_what_is_queued_and_counts_it() -> None:
+    evq = EventQueue(attrs={"queue_count_enabled": 1})
+    _fill(evq)
+    evq.close()
+    stats = evq.statistics()
+    assert (stats.dropped_tot, stats.events, stats.data_msgs) == (6, 0, 0)
+    assert evq.enqueue(EventKind.DATA, _spin, 0) is False
+    assert evq.statistics().dropped_tot == 7
 
 
 def test_a_raising_callback_does_not_stop_dispatch(caplog: pytest.LogCaptureFixture) -> None:
