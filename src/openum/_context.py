@@ -29,6 +29,7 @@ from openum._resolver import ContextResolver, advertisement_phases, query_phases
 from openum._source import Source
 from openum._subscription import Subscriptions
 from openum.config import (
+    REGISTRY,
     Attributes,
     Config,
     ContextAttributes,
@@ -38,6 +39,8 @@ from openum.config import (
     default_config,
 )
 from openum.config._config import ConfigSource
+from openum.config._implemented import ENV_POLICY
+from openum.config._registry import Option
 from openum.protocol.resolution import PhaseParams
 from openum.runtime import (
     Clock,
@@ -77,7 +80,9 @@ class ContextStatistics:
 
     Topic resolution: ``tr_dgrams_sent``, ``tr_bytes_sent``, ``tr_dgrams_rcved``, ``tr_bytes_rcved``,
     ``tr_dgrams_dropped_ver`` (unknown LBMR version), ``tr_dgrams_dropped_type`` (unknown packet type),
-    ``tr_dgrams_dropped_malformed`` (undecodable), ``tr_dgrams_send_failed`` (refused by the socket),
+    ``tr_dgrams_dropped_malformed`` (undecodable), ``tr_dgrams_dropped_unknown_source`` (unicast TR not
+    from a configured lbmrd, ``resolver_unicast_ignore_unknown_source``), ``tr_dgrams_send_failed``
+    (refused by the socket),
     ``tr_src_topics`` (topics advertised), ``tr_rcv_topics`` (topics with receivers),
     ``tr_rcv_unresolved_topics`` (of those, with no known source).  openum adds record counts
     (``tirs_sent``, ``tqrs_sent``, ``wildcard_tqrs_sent``, ``tirs_rcved``, ``tqrs_rcved``,
@@ -101,6 +106,7 @@ class ContextStatistics:
     tr_dgrams_dropped_ver: int
     tr_dgrams_dropped_type: int
     tr_dgrams_dropped_malformed: int
+    tr_dgrams_dropped_unknown_source: int
     tr_dgrams_send_failed: int
     tr_src_topics: int
     tr_rcv_topics: int
@@ -230,6 +236,12 @@ class Context:
         self.id = next(_ids)
         self.operational_mode: str = self.attributes.get("operational_mode")
         self.log = ContextLogger(self.name or f"ctx{self.id}", log_callback)
+        # Unimplemented options let through (OPENUM_UNIMPLEMENTED_OPTIONS=warn): one warning per option.
+        self._warned_unimplemented: set[tuple[str, str]] = set()
+        for setting in cfg.unimplemented():
+            self._warn_unimplemented(setting.scope, setting.option, setting.value, setting.origin)
+        for opt, value, origin in self.attributes.unimplemented():
+            self._warn_unimplemented("context", opt, value, origin)
 
         self._lock = threading.RLock()
         self._children: dict[int, _Child] = {}
@@ -275,6 +287,13 @@ class Context:
                 "should be unique (seed 3.1)",
                 self.name,
             )
+
+    def _warn_unimplemented(self, scope: str, opt: Option, value: Any, origin: str) -> None:
+        if (scope, opt.name) in self._warned_unimplemented:
+            return
+        self._warned_unimplemented.add((scope, opt.name))
+        text = REGISTRY.unimplemented_text(scope, opt, value)
+        self.log.warning("%s (set in %s; let through by %s=warn)", text, origin, ENV_POLICY)
 
     @property
     def clock(self) -> Clock:
@@ -383,7 +402,10 @@ class Context:
                 value=topic,
                 scope=scope,
             )
-        return self.config.attributes(scope, context=self.name, topic=topic, overrides=attrs)
+        resolved = self.config.attributes(scope, context=self.name, topic=topic, overrides=attrs)
+        for opt, value, origin in resolved.unimplemented():
+            self._warn_unimplemented(scope, opt, value, origin)
+        return resolved
 
     def create_source(
         self,
@@ -444,6 +466,9 @@ class Context:
             "wildcard_receiver", context=self.name, topic=pattern, overrides=attrs
         )
         rattrs = self.config.attributes("receiver", context=self.name, overrides=receiver_attrs)
+        for resolved in (wattrs, rattrs):
+            for opt, value, origin in resolved.unimplemented():
+                self._warn_unimplemented(resolved.scope, opt, value, origin)
         merged = _merge_scopes(wattrs, rattrs)
         return WildcardReceiver(self, pattern, merged, callback, clientd, event_queue)
 

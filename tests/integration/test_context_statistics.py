@@ -37,6 +37,7 @@ ELSEWHERE = {
     "tr_dgrams_dropped_ver": "integration/test_topic_resolution.py",
     "tr_dgrams_dropped_type": "integration/test_topic_resolution.py",
     "tr_dgrams_dropped_malformed": "integration/test_topic_resolution.py",
+    "tr_dgrams_dropped_unknown_source": "integration/test_unicast_resolver_options.py",
     "tr_dgrams_send_failed": "integration/test_final_advertisements.py",
     "final_advertisements_sent": "integration/test_final_advertisements.py",
     "final_advertisements_rcved": "integration/test_final_advertisements.py",

@@ -144,7 +144,7 @@ def render_markdown(scope: str | None = None) -> str:
         "that is accepted and then ignored would look configured and not be (a `use_tls 1` that leaves",
         "traffic in clear text). *partial* lists the values that are implemented. To run a large UM",
         "configuration anyway, set `OPENUM_UNIMPLEMENTED_OPTIONS=warn` (or give `--allow-unimplemented`",
-        "to any `openum` command, or call `openum.config.set_unimplemented_policy(\"warn\")`): those",
+        'to any `openum` command, or call `openum.config.set_unimplemented_policy("warn")`): those',
         "options are then accepted, have no effect, and every context logs one warning per option",
         "([configuration-files.md](configuration-files.md#options-openum-does-not-implement)).",
         "",

@@ -61,6 +61,7 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "resolver_unicast_activity_timeout", "resolver_unicast_change_interval", "resolver_unicast_daemon",
         "resolver_unicast_force_alive", "resolver_unicast_interface", "resolver_unicast_keepalive_interval",
         "resolver_unicast_port", "resolver_unicast_port_high", "resolver_unicast_port_low",
+        "resolver_unicast_ignore_unknown_source", "resolver_unicast_receiver_socket_buffer",
         "source_includes_topic_index",
         # LBT-RM (6.3)
         "transport_lbtrm_datagram_max_size", "transport_lbtrm_multicast_address_high",
@@ -133,7 +134,8 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
     "wildcard_receiver": (
         # regex and appcb are deprecated since UM 6.1 (Concepts Guide, section 3.4.2)
         ("pattern_type", ("pcre",)),
-        "resolver_query_maximum_interval", "resolver_query_minimum_duration", "resolver_query_minimum_interval",
+        "resolver_query_maximum_interval", "resolver_query_minimum_duration",
+        "resolver_query_minimum_interval",
     ),
     "event_queue": (
         "queue_delay_warning", "queue_enqueue_notification", "queue_size_warning",

@@ -194,7 +194,7 @@ class Registry:
     def _build_support(
         self, implemented: Mapping[str, tuple[str | tuple[str, tuple[str, ...]], ...]]
     ) -> dict[tuple[str, str], Support]:
-        support = {key: NOT_IMPLEMENTED for key in self._index}
+        support = dict.fromkeys(self._index, NOT_IMPLEMENTED)
         for scope, entries in implemented.items():
             if scope not in SCOPES:
                 raise ValueError(f"implemented options: unknown scope {scope!r}")
@@ -340,7 +340,8 @@ class Registry:
         """``context option use_tls 1 is not implemented ... and has no effect`` (for refusals and the
         warnings about options let through)."""
         support = self._support.get((scope, opt.name), NOT_IMPLEMENTED)
-        head = f"{scope} option {opt.name} {opt.type.format(typed)} is not implemented in this version of openum"
+        head = f"{scope} option {opt.name} {opt.type.format(typed)} is not implemented in this version of "
+        head += "openum"
         if support.implemented and support.values is not None:
             return f"{head} (implemented: {', '.join(opt.type.format(v) for v in support.values)})"
         return f"{head} and has no effect"

@@ -83,6 +83,7 @@ def resolver_settings(attrs: ContextAttributes, context_instance: bytes) -> Reso
         unicast_activity_timeout_ms=attrs.get("resolver_unicast_activity_timeout"),
         unicast_keepalive_interval_ms=attrs.get("resolver_unicast_keepalive_interval"),
         unicast_force_alive=attrs.get("resolver_unicast_force_alive"),
+        unicast_ignore_unknown_source=attrs.get("resolver_unicast_ignore_unknown_source"),
         disable_udp=attrs.get("resolver_disable_udp_topic_resolution"),
     )
 
@@ -162,16 +163,19 @@ class ResolverLink:
         sock.setblocking(False)
         return sock
 
+    def _set_rcvbuf(self, sock: socket.socket, rcvbuf: int, option: str) -> None:
+        if rcvbuf:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            except OSError:
+                self.log.warning("could not set the resolver receive buffer to %d bytes (%s)", rcvbuf, option)
+
     def _bind_multicast_rx(self, group: str, port: int, rcvbuf: int) -> socket.socket:
         sock = self._new_socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if hasattr(socket, "SO_REUSEPORT"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        if rcvbuf:
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-            except OSError:
-                self.log.warning("could not set the resolver receive buffer to %d bytes", rcvbuf)
+        self._set_rcvbuf(sock, rcvbuf, "resolver_multicast_receiver_socket_buffer")
         sock.bind((group, port))
         mreq = socket.inet_aton(group) + socket.inet_aton(self.interface)
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
@@ -187,6 +191,8 @@ class ResolverLink:
 
     def _bind_unicast(self, attrs: ContextAttributes) -> socket.socket:
         sock = self._new_socket()
+        option = "resolver_unicast_receiver_socket_buffer"
+        self._set_rcvbuf(sock, attrs.get("resolver_unicast_receiver_socket_buffer"), option)
         low, high = attrs.get("resolver_unicast_port_low"), attrs.get("resolver_unicast_port_high")
         fixed = attrs.get("resolver_unicast_port")
         ports = [fixed] if fixed else list(range(low, high + 1))

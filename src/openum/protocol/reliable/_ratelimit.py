@@ -57,6 +57,22 @@ _QUEUE: Final = RateDecision.QUEUE
 _REFUSE: Final = RateDecision.REFUSE
 
 
+#: Each transport's rate options, spelled out so that the registry's read check finds them
+#: (tests/unit/config/test_implemented.py): data limit, retransmission limit, interval.
+_RATE_OPTIONS: dict[str, tuple[str, str, str]] = {
+    "lbtrm": (
+        "transport_lbtrm_data_rate_limit",
+        "transport_lbtrm_retransmit_rate_limit",
+        "transport_lbtrm_rate_interval",
+    ),
+    "lbtru": (
+        "transport_lbtru_data_rate_limit",
+        "transport_lbtru_retransmit_rate_limit",
+        "transport_lbtru_rate_interval",
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class RateControllerStatistics:
     """A snapshot of one rate controller.
@@ -132,11 +148,11 @@ class RateController:
         cls, get: Callable[[str], Any], transport: Literal["lbtrm", "lbtru"], *, now_ns: int
     ) -> RateController:
         """Build from context options (``get`` is e.g. ``ContextAttributes.get``)."""
-        prefix = f"transport_{transport}_"
+        data, retransmit, interval = _RATE_OPTIONS[transport]
         return cls(
-            data_rate_limit=int(get(prefix + "data_rate_limit")),
-            retransmit_rate_limit=int(get(prefix + "retransmit_rate_limit")),
-            rate_interval_ms=int(get(prefix + "rate_interval")),
+            data_rate_limit=int(get(data)),
+            retransmit_rate_limit=int(get(retransmit)),
+            rate_interval_ms=int(get(interval)),
             now_ns=now_ns,
         )
 

@@ -115,6 +115,9 @@ class ResolverSettings:
     unicast_activity_timeout_ms: int = 1000
     unicast_keepalive_interval_ms: int = 500
     unicast_force_alive: bool = False
+    #: Unicast TR: drop datagrams that do not come from a configured lbmrd (a peer that knows the
+    #: context's port could otherwise inject advertisements and queries).
+    unicast_ignore_unknown_source: bool = True
     disable_udp: bool = False
 
     @property
@@ -202,7 +205,9 @@ class EngineStatistics:
     ``tr_dgrams_sent``/``tr_bytes_sent``: datagrams and bytes of TR sent.
     ``tr_dgrams_rcved``/``tr_bytes_rcved``: datagrams and bytes of TR received (own loopback excluded).
     ``tr_dgrams_dropped_ver``: unknown LBMR version.  ``tr_dgrams_dropped_type``: unknown packet type.
-    ``tr_dgrams_dropped_malformed``: could not be decoded.  ``tr_src_topics``: topics this context
+    ``tr_dgrams_dropped_malformed``: could not be decoded.  ``tr_dgrams_dropped_unknown_source``: unicast
+    TR datagrams not from a configured lbmrd (``resolver_unicast_ignore_unknown_source``).
+    ``tr_src_topics``: topics this context
     advertises.  ``tr_rcv_topics``: topics it has receivers for.  ``tr_rcv_unresolved_topics``: of those,
     topics with no known source.  ``tirs_sent``/``tqrs_sent``/``wildcard_tqrs_sent`` and the ``_rcved``
     counterparts count records.  ``keepalives_sent``/``keepalives_rcved``: unicast keepalives.
@@ -218,6 +223,7 @@ class EngineStatistics:
     tr_dgrams_dropped_ver: int
     tr_dgrams_dropped_type: int
     tr_dgrams_dropped_malformed: int
+    tr_dgrams_dropped_unknown_source: int
     tr_src_topics: int
     tr_rcv_topics: int
     tr_rcv_unresolved_topics: int
@@ -500,8 +506,14 @@ class ResolverEngine:
     # -- receiving ------------------------------------------------------------------------------------
     def datagram_received(self, data: bytes, sender: DaemonAddress | None, now_ns: int) -> list[Event]:
         """Process one TR datagram.  Garbage is counted and dropped, never raised."""
-        if self._daemons is not None and sender is not None:
-            self._daemons.heard_from(sender, now_ns)
+        if (
+            self._daemons is not None
+            and sender is not None
+            and not self._daemons.heard_from(sender, now_ns)
+            and self.settings.unicast_ignore_unknown_source
+        ):
+            self._counters.add("tr_dgrams_dropped_unknown_source")
+            return []
         if self.settings.disable_udp:
             return []
         if len(data) >= 1 and data[0] >> 4 > 1:
@@ -786,6 +798,7 @@ class ResolverEngine:
             tr_dgrams_dropped_ver=c.get("tr_dgrams_dropped_ver"),
             tr_dgrams_dropped_type=c.get("tr_dgrams_dropped_type"),
             tr_dgrams_dropped_malformed=c.get("tr_dgrams_dropped_malformed"),
+            tr_dgrams_dropped_unknown_source=c.get("tr_dgrams_dropped_unknown_source"),
             tr_src_topics=len(self._sources_by_topic),
             tr_rcv_topics=len(self._receivers_by_topic),
             tr_rcv_unresolved_topics=unresolved,
