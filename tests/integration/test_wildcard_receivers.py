@@ -11,11 +11,12 @@ own resolver port and TCP port range.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import pytest
@@ -401,3 +402,52 @@ def test_a_receiver_counts_the_losses_it_delivers(
         assert stats.unrecoverable_loss > 0 and stats.unrecoverable_loss_burst == 0
     # The wildcard receiver of the same topic shares the delivery controller: the same events.
     assert wait_until(lambda: wrcv.statistics() == rcv.statistics()), (wrcv.statistics(), rcv.statistics())
+
+
+def test_every_event_queue_counter_moves_through_the_public_api(contexts: Contexts) -> None:
+    # One event of each kind openum queues, each made the way an application makes it.
+    pub, sub = contexts.new(), contexts.new()
+    evq = openum.EventQueue(
+        attrs={"queue_count_enabled": 1, "queue_age_enabled": 1, "queue_service_time_enabled": 1}
+    )
+    read_fd, write_fd = os.pipe()
+    try:
+        sub.schedule_timer(0, lambda _clientd: _spin(100), event_queue=evq)  # timer_events
+        sub.register_fd(read_fd, lambda fd, _ev, _cd: os.read(fd, 1), event_queue=evq)  # io_events
+        os.write(write_fd, b"x")
+        wrcv = sub.create_wildcard_receiver(r"^wc/all/", lambda _m: _spin(100), event_queue=evq)  # wrcv_msgs
+        rcv = sub.create_receiver("wc/all/a", lambda _m: _spin(100), event_queue=evq)  # data_msgs
+        src = pub.create_source("wc/all/a", event_callback=lambda *_: None, event_queue=evq)  # source_events
+        evq.call(_spin, 100)  # callback_events
+        evq.unblock()  # unblock_events
+
+        def totals() -> dict[str, int]:
+            stats = evq.statistics()
+            return {name: getattr(stats, name) for name in TOTALS}
+
+        TOTALS = (
+            "timer_events_tot", "io_events_tot", "wrcv_msgs_tot", "data_msgs_tot", "source_events_tot",
+            "callback_events_tot", "unblock_events_tot",
+        )  # fmt: skip
+        assert wait_until(lambda: all(totals().values())), totals()  # BOS for the receivers, CONNECT
+        assert evq.statistics().unblock_events == 1  # queued until a dispatch consumes it
+        assert evq.dispatch(openum.EventQueue.BLOCK) == 0
+        while evq.dispatch(openum.EventQueue.POLL):
+            pass
+        stats = evq.statistics()
+        queued_now = {"events", "data_msgs", "wrcv_msgs", "io_events", "timer_events", "source_events"}
+        queued_now |= {"callback_events", "unblock_events"}
+        zero = {name for name, value in asdict(stats).items() if value == 0}
+        # Everything moved; what is zero is only what is queued now (all dispatched) and no drop.
+        assert zero == queued_now | {"dropped_tot"}, zero
+        src.close()
+        wrcv.close()
+        rcv.close()
+        sub.unregister_fd(read_fd)
+        evq.shutdown()
+        evq.call(_spin, 0)  # refused after shutdown: dropped_tot
+        assert evq.statistics().dropped_tot >= 1
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+        evq.close()
