@@ -21,7 +21,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, Self, TypeVar, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
 from openum._receiver import Receiver, ReceiverCallback, WildcardReceiver
@@ -740,6 +740,16 @@ class _WildcardAttributes(Attributes):
         self._values = dict(wildcard._values)
         self._origins = dict(wildcard._origins)
         self._receiver = receiver
+
+    @property
+    def receiver(self) -> Attributes:
+        """The receiver options the wildcard receiver applies to its topics."""
+        return self._receiver
+
+    def copy(self) -> Self:
+        clone = super().copy()
+        clone._receiver = self._receiver.copy()
+        return clone
 
     def get(self, name: str) -> Any:
         try:

@@ -110,7 +110,10 @@ class _Subscriber:
         self._counts: dict[MsgType, int] = {}  # events other than DATA, by type
         self._msgs = 0  # DATA messages
         self._bytes = 0
-        self._notify = attrs.get("source_notification_function")
+        # The receiver's own, else the context's (the default for every receiver of the context).
+        self._notify = attrs.get("source_notification_function") or ctx.attributes.get(
+            "source_notification_function"
+        )
         if event_queue is not None:
             event_queue.attach(self)
 
@@ -527,8 +530,8 @@ class WildcardReceiver(_Subscriber):
 def _receiver_scope(attrs: Attributes) -> Attributes:
     """The receiver options a wildcard receiver applies to its topics (``receiver_attrs`` of
     :meth:`Context.create_wildcard_receiver` over the configuration): the context merges them with the
-    wildcard_receiver options and keeps them apart as ``_receiver``."""
-    receiver = getattr(attrs, "_receiver", None)
+    wildcard_receiver options and keeps them apart as ``receiver``."""
+    receiver = getattr(attrs, "receiver", None)
     if not isinstance(receiver, Attributes) or receiver.scope != "receiver":
         raise TypeError(f"no receiver options in the wildcard receiver's attributes {attrs!r}")
     return receiver

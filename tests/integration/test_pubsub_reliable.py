@@ -19,6 +19,7 @@ import pytest
 
 import openum
 from openum import MsgType, SendFlags, SourceEvent, SourceString, WouldBlock
+from openum.config import set_unimplemented_policy
 from openum.protocol.reliable import RmReceiverStatistics, RuReceiverStatistics
 from openum.transport._reliable import ReliableSourceStatistics, loss_hook_from_env
 from openum.transport.lbtrm import GROUP_SOCKETS
@@ -640,8 +641,15 @@ def test_the_test_loss_hook_refuses_bad_values() -> None:
 
 def test_an_unavailable_transport_is_refused_with_the_choices(contexts: Contexts) -> None:
     ctx = contexts.new()
-    with pytest.raises(openum.NotSupportedError, match=r"lbtipc.*available: tcp, lbtru, lbtrm"):
+    with pytest.raises(openum.ConfigError, match=r"transport lbtipc is not implemented.*tcp, lbtrm, lbtru"):
         ctx.create_source("reliable/nope", {"transport": "lbtipc"})
+    # Let through for a migrated configuration, it still cannot make a source: refused when created.
+    set_unimplemented_policy("warn")
+    try:
+        with pytest.raises(openum.NotSupportedError, match=r"lbtipc.*available: tcp, lbtru, lbtrm"):
+            ctx.create_source("reliable/nope", {"transport": "lbtipc"})
+    finally:
+        set_unimplemented_policy(None)
 
 
 def test_bad_multicast_addresses_are_config_errors(contexts: Contexts) -> None:

@@ -297,3 +297,28 @@ def test_garbage_on_the_resolver_port_is_counted_not_fatal() -> None:
         assert (stats.tr_dgrams_dropped_ver, stats.tr_dgrams_dropped_type) == (1, 1)
         ctx.create_source("still-alive")
         assert wait_until(lambda: ctx.statistics().tirs_sent > 0, WAIT)
+
+
+def test_a_contexts_source_notification_function_is_the_default_of_its_receivers() -> None:
+    port = free_udp_port()
+    found: queue.Queue[tuple[str, str]] = queue.Queue()
+    own = threading.Event()
+    with openum.Context(options=[f"context resolver_multicast_port {port}"]) as pub:
+        pub.create_source("notified/a")
+        pub.create_source("notified/b")
+        notify = (lambda s, c: found.put((s, c)), None, "context's")
+        with openum.Context(
+            options=[f"context resolver_multicast_port {port}"],
+            attrs={"source_notification_function": notify},
+        ) as sub:
+            sub.create_receiver("notified/a", lambda m: None)
+            source, clientd = found.get(timeout=WAIT)
+            assert clientd == "context's" and source.startswith("TCP:")
+            # A receiver's own callback wins over the context's.
+            sub.create_receiver(
+                "notified/b",
+                lambda m: None,
+                attrs={"source_notification_function": (lambda s, c: own.set(), None, None)},
+            )
+            assert own.wait(WAIT)
+            assert found.empty()

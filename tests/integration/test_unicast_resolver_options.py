@@ -77,3 +77,14 @@ def test_the_unicast_receive_buffer_is_sized_by_its_option(daemon: socket.socket
         assert link._tx is not None
         # Linux doubles the requested size for its bookkeeping (socket(7)).
         assert link._tx.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == 2 * size
+
+
+def test_a_daemon_behind_another_interface_is_refused(daemon: socket.socket) -> None:
+    port = daemon.getsockname()[1]
+    with pytest.raises(openum.ConfigError, match="another interface") as err:
+        openum.Context(options=[f"context resolver_unicast_daemon 127.0.0.2->127.0.0.1:{port}"])
+    assert err.value.option == "resolver_unicast_daemon"
+    # The interface the socket is on, by address or by name, is what openum does.
+    for iface in ("127.0.0.1", "lo"):
+        with openum.Context(options=[f"context resolver_unicast_daemon {iface}->127.0.0.1:{port}"]) as ctx:
+            assert ctx._resolver.link.local_address is not None

@@ -451,3 +451,17 @@ def test_every_event_queue_counter_moves_through_the_public_api(contexts: Contex
         os.close(read_fd)
         os.close(write_fd)
         evq.close()
+
+
+def test_a_copy_of_the_wildcard_receivers_options_keeps_its_receiver_options() -> None:
+    from tests.integration.test_lbmrd_process import free_udp_port
+
+    with openum.Context(options=[f"context resolver_multicast_port {free_udp_port()}"]) as ctx:
+        wrcv = ctx.create_wildcard_receiver(
+            "^copied/", attrs={"resolver_query_minimum_interval": 70}, receiver_attrs={"ordered_delivery": 0}
+        )
+        copy = wrcv.attributes.copy()
+        assert copy.get("resolver_query_minimum_interval") == 70
+        assert copy.get("ordered_delivery") == 0  # a receiver option, through the copy
+        assert copy.receiver is not wrcv.attributes.receiver  # type: ignore[attr-defined]
+        wrcv.close()

@@ -44,7 +44,7 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         # identity and operation (UM Concepts Guide, sections 3.1, 8.4)
         "context_name", "default_interface", "operational_mode",
         # callbacks
-        "resolver_source_notification_function",
+        "resolver_source_notification_function", "source_notification_function",
         # delivery control (8.6)
         "delivery_control_maximum_total_map_entries",
         # topic resolution over UDP: multicast and unicast through lbmrd (7.1-7.3, 8.1)
@@ -134,11 +134,13 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
     "wildcard_receiver": (
         # regex and appcb are deprecated since UM 6.1 (Concepts Guide, section 3.4.2)
         ("pattern_type", ("pcre",)),
+        "receiver_create_callback", "receiver_delete_callback", "resolver_no_source_linger_timeout",
         "resolver_query_maximum_interval", "resolver_query_minimum_duration",
         "resolver_query_minimum_interval",
     ),
     "event_queue": (
         "queue_delay_warning", "queue_enqueue_notification", "queue_size_warning",
+        "queue_age_enabled", "queue_count_enabled", "queue_service_time_enabled",
     ),
     # No HFX receivers and no XSPs yet: nothing of those scopes is implemented.
     "hfx": (),

@@ -559,12 +559,16 @@ _ROWS: Final[tuple[Option, ...]] = (
         "", deprecated=True,
     ),
     Option(
-        "receiver_create_callback", W, CallbackType("callback(topic, clientd)"), None,
-        "Called when a receiver is about to be created for a topic matching the pattern.", "",
+        "receiver_create_callback", W, CallbackType("create(topic, attrs, clientd)"), None,
+        "Called on the context thread before the receiver of a matching topic is created; attrs (a copy of "
+        "its receiver options) may be changed for that topic.",
+        "3.4.2",
     ),
     Option(
-        "receiver_delete_callback", W, CallbackType("callback(topic, clientd)"), None,
-        "Called when a receiver created for a matching topic is about to be deleted.", "",
+        "receiver_delete_callback", W, CallbackType("delete(topic, clientd)"), None,
+        "Called on the context thread before the receiver of a matching topic is deleted (after "
+        "resolver_no_source_linger_timeout, or at close).",
+        "3.4.2",
     ),
     Option(
         "resolver_query_minimum_interval", W, NONNEG, 50,
@@ -1495,12 +1499,12 @@ _ROWS: Final[tuple[Option, ...]] = (
     ),
     Option(
         "queue_age_enabled", EQ, BOOL, False,
-        "Measure how long each event waits in the queue (for statistics).", "",
+        "Measure how long each event waits in the queue (for statistics).", "3.5.1",
     ),
-    Option("queue_count_enabled", EQ, BOOL, False, "Count queued events by type (for statistics).", ""),
+    Option("queue_count_enabled", EQ, BOOL, False, "Count queued events by type (for statistics).", "3.5.1"),
     Option(
         "queue_service_time_enabled", EQ, BOOL, False,
-        "Measure the time to service each event (for statistics).", "",
+        "Measure the time to service each event (for statistics).", "3.5.1",
     ),
     Option(
         "queue_cancellation_callbacks_enabled", EQ, BOOL, False,

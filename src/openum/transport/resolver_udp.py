@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from openum._errors import SystemCallError
+from openum._errors import ConfigError, SystemCallError
 from openum.config import ContextAttributes
 from openum.protocol.resolution import (
     NoSourceNotification,
@@ -140,6 +140,7 @@ class ResolverLink:
             elif settings.unicast:
                 uc_spec = attrs.get("resolver_unicast_interface") or attrs.get("default_interface")
                 self.interface = resolve_interface(uc_spec)
+                self._check_daemon_interfaces(attrs.get("resolver_unicast_daemon") or ())
                 self._tx = self._bind_unicast(attrs)
                 self._watch(self._tx)
             else:
@@ -155,6 +156,22 @@ class ResolverLink:
         except InterfaceError as exc:
             self.close()
             raise SystemCallError(f"topic resolution: {exc}") from None
+
+    def _check_daemon_interfaces(self, daemons: tuple[str, ...]) -> None:
+        """One socket talks to every lbmrd: a daemon's ``iface->`` must name its interface, not another."""
+        for entry in daemons:
+            iface, _address = _daemon_address(entry)
+            if iface is not None and resolve_interface(iface) != self.interface:
+                self.close()
+                raise ConfigError(
+                    f"context option resolver_unicast_daemon {entry}: openum talks to every lbmrd from one "
+                    f"socket on resolver_unicast_interface (else default_interface), {self.interface}; a "
+                    f"daemon reached through another interface ({iface}) is not implemented",
+                    option="resolver_unicast_daemon",
+                    scope="context",
+                    value=entry,
+                    allowed=f"no interface, or {self.interface}->IP:PORT",
+                )
 
     # -- sockets ------------------------------------------------------------------------------------
     def _new_socket(self) -> socket.socket:
