@@ -124,10 +124,6 @@ class _Topic(TopicHandler):
         pass
 
 
-class _Session(ReliableReceiverSession):
-    TRANSPORT = "test"
-
-
 class Receiving:
     """A receiving transport session on the test network: the engine behind the LBMC demultiplexer.
 
@@ -140,9 +136,11 @@ class Receiving:
         self.clock = clock
         self.ended: list[str] = []
         self._out: list[Outgoing] = []
-        self.session = _Session(
+        # The base class itself: a test class cannot subclass it where it is compiled (mypyc).
+        self.session = ReliableReceiverSession(
             loop, engine, self._out.extend, lambda _s: None, lambda: None, self.ended.append
         )
+        self.session.TRANSPORT = "test"  # what the subclasses of each transport set
         self.topic = _Topic()
         self.session.topics[SUBSCRIBED] = self.topic
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from openum._errors import ClosedError, InvalidStateError
-from openum.config import Config, EventQueueAttributes, default_config
+from openum.config import ENV_POLICY, REGISTRY, Config, EventQueueAttributes, default_config
 from openum.runtime._threads import callback_scope, forbid_in_callback
 
 __all__ = ["EventKind", "EventQueue", "EventQueueStatistics", "QueueMonitorEvent"]
@@ -165,6 +165,18 @@ class EventQueue:
         cfg = config if config is not None else default_config()
         self.attributes = cfg.attributes("event_queue", event_queue=name, overrides=attrs)
         self.name = name
+        for (
+            opt,
+            value,
+            origin,
+        ) in self.attributes.unimplemented():  # let through: OPENUM_UNIMPLEMENTED_OPTIONS
+            log.warning(
+                "event queue %s: %s (set in %s; let through by %s=warn)",
+                name or "(unnamed)",
+                REGISTRY.unimplemented_text("event_queue", opt, value),
+                origin,
+                ENV_POLICY,
+            )
         self._monitor = monitor
         self._monitor_clientd = clientd
         self._size_warning: int = self.attributes.get("queue_size_warning")

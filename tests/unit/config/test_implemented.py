@@ -328,3 +328,17 @@ def test_config_lists_what_it_let_through(monkeypatch: pytest.MonkeyPatch) -> No
         "source option transport lbtipc is not implemented in this version of openum "
         "(implemented: tcp, lbtrm, lbtru)"
     )
+
+
+def test_an_event_queue_warns_about_what_was_let_through(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(ENV_POLICY, "warn")
+    caplog.set_level(logging.WARNING, logger="openum")
+    evq = openum.EventQueue(attrs={"queue_objects_purged_on_close": 0})
+    try:
+        warned = _warnings(caplog)
+        assert len(warned) == 1
+        assert "event_queue option queue_objects_purged_on_close 0 " in warned[0] and "code" in warned[0]
+    finally:
+        evq.close()
