@@ -24,7 +24,13 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol, Self, TypeVar, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
-from openum._receiver import Receiver, ReceiverCallback, WildcardReceiver
+from openum._receiver import (
+    WILDCARD_QUERIES_INSTEAD,
+    WILDCARD_QUERIES_TEXT,
+    Receiver,
+    ReceiverCallback,
+    WildcardReceiver,
+)
 from openum._resolver import ContextResolver, advertisement_phases, query_phases, wildcard_phases
 from openum._source import Source
 from openum._subscription import Subscriptions
@@ -466,6 +472,20 @@ class Context:
             "wildcard_receiver", context=self.name, topic=pattern, overrides=attrs
         )
         rattrs = self.config.attributes("receiver", context=self.name, overrides=receiver_attrs)
+        own: Attributes | None = None
+        if isinstance(receiver_attrs, Attributes):
+            own = receiver_attrs
+        elif receiver_attrs is not None:
+            own = ReceiverAttributes()
+            own.update(receiver_attrs)
+        for name in sorted(WILDCARD_QUERIES_INSTEAD):
+            if own is not None and own.is_set(name):  # set for this receiver (files name all receivers)
+                raise ConfigError(
+                    f"receiver option {name} in receiver_attrs of a wildcard receiver has no effect: "
+                    f"{WILDCARD_QUERIES_TEXT}",
+                    option=name,
+                    scope="receiver",
+                )
         for resolved in (wattrs, rattrs):
             for opt, value, origin in resolved.unimplemented():
                 self._warn_unimplemented(resolved.scope, opt, value, origin)

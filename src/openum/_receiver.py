@@ -41,12 +41,10 @@ _ids = itertools.count(1)
 # Final: compiled, these are read from C variables rather than looked up in the module's dict.
 _DATA: Final = MsgType.DATA
 _DATA_EVENT: Final = EventKind.DATA
-#: Receiver options a wildcard receiver reads for itself, not per topic: receiver_create_callback cannot
-#: change them for one topic (the query options are a single-topic receiver's; a wildcard receiver queries
-#: with its wildcard_receiver options).
-_NOT_PER_TOPIC: Final = frozenset(
+#: Receiver options of a single-topic receiver's queries: a wildcard receiver queries with its
+#: wildcard_receiver options instead, so it never reads these.
+WILDCARD_QUERIES_INSTEAD: Final = frozenset(
     {
-        "source_notification_function",
         "resolution_no_source_notification_threshold",
         "resolution_number_of_sources_query_threshold",
         "resolver_query_maximum_initial_interval",
@@ -56,6 +54,13 @@ _NOT_PER_TOPIC: Final = frozenset(
         "resolver_query_sustain_interval",
     }
 )
+WILDCARD_QUERIES_TEXT: Final = (
+    "a wildcard receiver queries with its wildcard_receiver options (resolver_query_minimum_interval, "
+    "resolver_query_maximum_interval, resolver_query_minimum_duration)"
+)
+#: Receiver options a wildcard receiver reads for itself, not per topic: receiver_create_callback cannot
+#: change them for one topic.
+_NOT_PER_TOPIC: Final = WILDCARD_QUERIES_INSTEAD | {"source_notification_function"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,12 +457,18 @@ class WildcardReceiver(_Subscriber):
         for name, value in topic_attrs.explicit().items():
             if name in _NOT_PER_TOPIC and name not in self._ignored_logged and before.get(name) != value:
                 self._ignored_logged.add(name)
+                where = (
+                    WILDCARD_QUERIES_TEXT
+                    if name in WILDCARD_QUERIES_INSTEAD
+                    else "a wildcard receiver reads it for all its topics: set it in receiver_attrs of "
+                    "create_wildcard_receiver"
+                )
                 self.ctx.log.warning(
-                    "receiver_create_callback set receiver option %s for topic %r: a wildcard receiver "
-                    "reads it for all its topics, not per topic, so it has no effect there; set it in "
-                    "receiver_attrs of create_wildcard_receiver",
+                    "receiver_create_callback set receiver option %s for topic %r: it has no effect "
+                    "there; %s",
                     name,
                     topic,
+                    where,
                 )
 
     def _join_attributes(self, topic: str) -> Attributes:

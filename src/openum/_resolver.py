@@ -156,7 +156,10 @@ class ContextResolver:
         self.link.reschedule()
 
     def source_lost(self, info: TopicInfo) -> None:
-        self.engine.source_lost(info.topic, source_key(info), self.ctx.now_ns())
+        """A joined session ended (EOS): the source leaves the resolver cache, and the context's
+        source notification delete callback hears of it."""
+        if self.engine.source_lost(info.topic, source_key(info), self.ctx.now_ns()):
+            self._call_notify(1, info.topic, self.source_string(info))
         self.link.reschedule()
 
     def topic_resolution_request(self, flags: int) -> None:

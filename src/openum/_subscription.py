@@ -23,12 +23,14 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from openum._message import Message, MsgType
+from openum.config import REGISTRY
 from openum.protocol.delivery import Delivery, DeliveryController, DeliveryKind
 from openum.protocol.reliable import RmReceiverParams, RuReceiverParams
 from openum.protocol.resolution import source_key
 from openum.runtime import NS_PER_MS, EventKind
 from openum.transport._demux import TopicHandler
 from openum.transport._interfaces import resolve_interface
+from openum.transport._pool import warn_first_wins
 from openum.transport.lbtrm import RmReceiving
 from openum.transport.lbtru import RuReceiving
 from openum.transport.tcp_receiver import TcpReceiverSession, split_properties
@@ -62,6 +64,7 @@ class TopicSubscription(TopicHandler):
     __slots__ = (
         "_key",
         "_timer",
+        "attrs",
         "dc",
         "info",
         "manager",
@@ -89,6 +92,7 @@ class TopicSubscription(TopicHandler):
         self.topic = info.topic
         self.source = source
         self._key = source_key(info)
+        self.attrs = attrs  # its first receiver's: the delivery controller's options come from them
         self.subscribers: list[_Subscriber] = []
         self.dc = DeliveryController(
             ordered=attrs.get("ordered_delivery"),
@@ -177,6 +181,8 @@ class Subscriptions:
         self._unsupported_logged: set[str] = set()
         self._rm: RmReceiving | None = None
         self._ru: RuReceiving | None = None
+        # The options each joined session (and the LBT-RU receiving socket) took from its first receiver.
+        self._session_attrs: dict[SessionKey, Any] = {}
         self._rng = random.Random()
 
     def join(self, subscriber: _Subscriber, info: TopicInfo, source: str) -> None:
@@ -196,6 +202,10 @@ class Subscriptions:
         key = _session_key(transport)
         # A wildcard receiver's topic may have its own receiver options (receiver_create_callback).
         attrs = subscriber._join_attributes(info.topic)
+        if isinstance(transport, LbtruTransport) and self._ru is not None and self._ru.address is not None:
+            # One socket receives every LBT-RU session of the context.
+            where = f"LBT-RU receiver socket {_address(self._ru.address)}"
+            self._first_receiver_wins(_RU_SOCKET_OPTIONS, _RU_SOCKET, attrs, where)
         session = self.sessions.get(key)
         if session is None:
             try:
@@ -204,9 +214,23 @@ class Subscriptions:
                 self.ctx.log.warning("cannot join %s: %s", source, exc)
                 return
             self.sessions[key] = session
+            self._session_attrs[key] = attrs
+        else:
+            self._first_receiver_wins(
+                _SESSION_OPTIONS[key[0]], key, attrs, f"joined {_describe(key)} session"
+            )
         topic_key = (key, info.index)
         sub = self.topics.get(topic_key)
-        if sub is None:
+        if sub is not None:
+            warn_first_wins(
+                self.ctx.log,
+                "receiver",
+                _TOPIC_OPTIONS,
+                _receiver_attrs(sub.attrs),
+                _receiver_attrs(attrs),
+                f"delivery controller of {info.topic!r} from {source}",
+            )
+        else:
             sub = TopicSubscription(
                 self, session, key, info, source, attrs, _loss_timeout_ns(transport, attrs)
             )
@@ -219,6 +243,13 @@ class Subscriptions:
             if session.active:
                 # A receiver added to an active session gets BOS at once (seed 2.9.1).
                 subscriber._deliver(Message(MsgType.BOS, info.topic, source), EventKind.DATA)
+
+    def _first_receiver_wins(self, names: tuple[str, ...], key: SessionKey, attrs: Any, where: str) -> None:
+        first = self._session_attrs.get(key)
+        if first is not None:
+            warn_first_wins(
+                self.ctx.log, "receiver", names, _receiver_attrs(first), _receiver_attrs(attrs), where
+            )
 
     def _open(self, key: SessionKey, transport: Any, attrs: Any) -> Any:
         """Join a transport session (``OSError`` when its sockets cannot be opened)."""
@@ -239,6 +270,8 @@ class Subscriptions:
         if isinstance(transport, LbtruTransport):
             if self._ru is None:
                 self._ru = RuReceiving(ctx._loop, ctx_attrs, self._interface(), ctx.log, self._rng)
+            if self._ru.address is None:  # this session's first receiver opens the context's socket
+                self._session_attrs[_RU_SOCKET] = attrs
             ru_params = RuReceiverParams.from_options(attrs.get, ctx_attrs.get)
             return self._ru.join(transport, ru_params, attrs, on_active, on_end)
         return TcpReceiverSession(
@@ -285,6 +318,7 @@ class Subscriptions:
         if not session.topics:
             if self.sessions.get(sub.session_key) is session:
                 del self.sessions[sub.session_key]
+                self._session_attrs.pop(sub.session_key, None)
             session.on_end = lambda reason: None  # asked for: no EOS
             session.close("no receiver needs the session any more")
 
@@ -296,6 +330,7 @@ class Subscriptions:
 
     def _session_ended(self, key: SessionKey, reason: str) -> None:
         self.sessions.pop(key, None)
+        self._session_attrs.pop(key, None)
         now = self.ctx.now_ns()
         for topic_key, sub in list(self.topics.items()):
             if topic_key[0] != key:
@@ -335,6 +370,7 @@ class Subscriptions:
             session.on_end = lambda reason: None
             session.close("the context is closing")
         self.sessions.clear()
+        self._session_attrs.clear()
         for receiving in (self._rm, self._ru):
             if receiving is not None:
                 receiving.close()
@@ -353,6 +389,38 @@ def _session_key(transport: Any) -> SessionKey:
             transport.dest_port,
         )
     return (type(transport).__name__, transport.ip, transport.port, transport.session_id)
+
+
+def _receiver_attrs(attrs: Any) -> Any:
+    """The receiver options of ``attrs`` (a wildcard receiver's carry them apart from its own)."""
+    return getattr(attrs, "receiver", attrs)
+
+
+def _address(address: tuple[str, int]) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
+# Receiver options a joined thing takes from its first receiver (later values are logged, not used):
+# the delivery controller of a (topic, source), ...
+_TOPIC_OPTIONS = ("ordered_delivery", "delivery_control_maximum_burst_loss")
+# ... the one socket that receives every LBT-RU session of a context, ...
+_RU_SOCKET: SessionKey = ("LBT-RU receiver socket",)
+_RU_SOCKET_OPTIONS = ("transport_lbtru_interface", "transport_lbtru_port_low", "transport_lbtru_port_high")
+# ... and a transport session (seed 3.4.1).
+_SESSION_OPTIONS: dict[str, tuple[str, ...]] = {
+    kind: tuple(
+        name
+        for name in REGISTRY.names("receiver")
+        if name.startswith(prefix)
+        and REGISTRY.lookup("receiver", name).session
+        and name not in _RU_SOCKET_OPTIONS
+    )
+    for kind, prefix in (
+        ("lbtrm", "transport_lbtrm_"),
+        ("LbtruTransport", "transport_lbtru_"),
+        ("TcpTransport", "transport_tcp_"),
+    )
+}
 
 
 def _describe(key: SessionKey) -> str:

@@ -8,6 +8,7 @@ are in ``tests/faults``.
 
 from __future__ import annotations
 
+import logging
 import random
 import socket
 import struct
@@ -225,6 +226,58 @@ def test_topics_on_one_session_reach_only_their_receivers(
     assert unwanted.count() == 0
     stats = sub.retrieve_transport_stats(wanted.of(DATA)[0].source)
     assert stats.lbm_msgs_no_topic_rcved == 50  # B's messages reached the context and were dropped
+
+
+def test_later_receivers_options_for_what_is_already_joined_are_logged_not_used(
+    ports: Ports, contexts: Contexts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A (topic, source) has one delivery controller, a session one set of NAK timers and a context one
+    LBT-RU receiving socket: each takes its options from its first receiver; a later receiver that
+    asks for other values gets a warning naming them (nothing changes silently)."""
+    pub, sub = contexts.new(), contexts.new()
+    first_a, second_a, on_b = Recorder(), Recorder(), Recorder()
+    events = SourceEvents()
+    where = {"transport": "lbtru", "transport_lbtru_port": ports.lbtru_source_ports[0]}
+    a = pub.create_source("reliable/first/A", where, event_callback=events)
+    b = pub.create_source("reliable/first/B", where)
+    low, high = ports.lbtru_receiver_ports
+    with caplog.at_level(logging.WARNING, logger="openum"):
+        sub.create_receiver("reliable/first/A", first_a)
+        assert ready(sub, "lbtru", events)
+        sub.create_receiver("reliable/first/A", second_a, attrs={"ordered_delivery": 0})
+        sub.create_receiver(
+            "reliable/first/B",
+            on_b,
+            attrs={
+                "transport_lbtru_nak_generation_interval": 500,
+                "transport_lbtru_port_low": low + 1,
+                "transport_lbtru_port_high": high,
+            },
+        )
+
+        def both_receive() -> bool:  # B's topic is joined when its advertisement arrives: send until then
+            a.send(b"a")
+            b.send(b"b")
+            a.flush()
+            return on_b.count() > 0 and second_a.count() > 0
+
+        assert wait_until(both_receive, WAIT, interval=0.05)
+    warnings = sorted(r.getMessage() for r in caplog.records if "is ignored" in r.getMessage())
+    assert len(warnings) == 3, warnings
+    assert (
+        "receiver option ordered_delivery=0 is ignored: the delivery controller of 'reliable/first/A'"
+        in (warnings[0])
+    )
+    assert (
+        "receiver option transport_lbtru_nak_generation_interval=500 is ignored: the joined LBT-RU"
+        in warnings[1]
+    )
+    assert "uses 10000 from its first receiver" in warnings[1]
+    assert (
+        f"receiver option transport_lbtru_port_low={low + 1} is ignored: the LBT-RU receiver socket"
+        in (warnings[2])
+    )
+    assert f"uses {low} from its first receiver" in warnings[2]
 
 
 def test_lbtru_connect_disconnect_and_eos_when_the_source_closes(contexts: Contexts) -> None:

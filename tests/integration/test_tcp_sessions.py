@@ -64,13 +64,20 @@ def test_sources_on_one_session_share_it_and_the_first_sources_options_win(
     opts = ports.options("context transport_tcp_maximum_ports 1")
     with openum.Context(options=opts) as ctx, caplog.at_level(logging.WARNING, logger="openum"):
         first = ctx.create_source("a", {"transport_tcp_multiple_receiver_behavior": "source_paced"})
-        second = ctx.create_source("b", {"transport_tcp_multiple_receiver_behavior": "normal"})
+        second = ctx.create_source(
+            "b",
+            {
+                "transport_tcp_multiple_receiver_behavior": "normal",
+                "transport_topic_sequence_number_info_interval": 100,  # TSNIs are per session too
+            },
+        )
         assert first.session is second.session
         assert (first.topic_index, second.topic_index) == (1, 2)
         assert not first.session.receiver_paced  # the session keeps its first source's value
         warnings = [r.getMessage() for r in caplog.records if "is ignored" in r.getMessage()]
-        assert len(warnings) == 1
+        assert len(warnings) == 2
         assert "transport_tcp_multiple_receiver_behavior=normal" in warnings[0]
+        assert "transport_topic_sequence_number_info_interval=100" in warnings[1]
         assert first.source_string.rsplit("[", 1)[0] == second.source_string.rsplit("[", 1)[0]
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import openum
 from tests.helpers import wait_until
+from tests.integration.pubsub import Ports
 from tests.integration.test_lbmrd_process import LbmrdProcess, free_udp_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -322,3 +323,36 @@ def test_a_contexts_source_notification_function_is_the_default_of_its_receivers
             )
             assert own.wait(WAIT)
             assert found.empty()
+
+
+def test_the_contexts_resolver_notification_hears_of_each_source_found_and_of_its_end() -> None:
+    """resolver_source_notification_function (context): create when a source is resolved, delete when
+    it leaves the resolver cache: here its session ends (EOS) when the publisher deletes it."""
+    options = Ports.allocate().options()
+    heard: queue.Queue[tuple[str, str, str, object]] = queue.Queue()
+    notify = (
+        lambda t, s, c: heard.put(("create", t, s, c)),
+        lambda t, s, c: heard.put(("delete", t, s, c)),
+        "mine",
+    )
+    with (
+        openum.Context(
+            options=options,
+            attrs={"resolver_source_notification_function": notify},
+        ) as sub,
+        openum.Context(options=options) as pub,
+    ):
+        bos, eos = threading.Event(), threading.Event()
+
+        def on_message(m: openum.Message) -> None:
+            {openum.MsgType.BOS: bos, openum.MsgType.EOS: eos}.get(m.type, threading.Event()).set()
+
+        sub.create_receiver("notified/ends", on_message)
+        src = pub.create_source("notified/ends")
+        kind, topic, source, clientd = heard.get(timeout=WAIT)
+        assert (kind, topic, clientd) == ("create", "notified/ends", "mine")
+        assert source == src.source_string
+        assert bos.wait(WAIT)  # joined: the session's end is the source's end for this context
+        src.close()
+        assert eos.wait(WAIT)
+        assert heard.get(timeout=WAIT) == ("delete", "notified/ends", source, "mine")

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import openum
-from openum import MsgType, SendFlags, SourceEvent
+from openum import ConfigError, MsgType, SendFlags, SourceEvent
 from openum.config import ReceiverAttributes
 from tests.helpers import wait_until
 from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
@@ -248,6 +248,7 @@ def test_options_set_by_the_create_callback_apply_to_that_topic_only(
         r.getMessage() for r in caplog.records if "resolution_no_source_notification" in r.getMessage()
     ]
     assert len(warnings) == 1 and "has no effect" in warnings[0]  # once, not once per topic
+    assert "queries with its wildcard_receiver options" in warnings[0]  # says what to set instead
     blob = random.Random(22).randbytes(150_000)  # three fragments of at most 65,507 bytes
     raw.send(blob, SendFlags.FLUSH)
     whole.send(blob, SendFlags.FLUSH)
@@ -465,3 +466,24 @@ def test_a_copy_of_the_wildcard_receivers_options_keeps_its_receiver_options() -
         assert copy.get("ordered_delivery") == 0  # a receiver option, through the copy
         assert copy.receiver is not wrcv.attributes.receiver  # type: ignore[attr-defined]
         wrcv.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["resolver_query_sustain_interval", "resolution_number_of_sources_query_threshold"]
+)
+def test_query_options_in_a_wildcard_receivers_receiver_attrs_are_refused(
+    contexts: Contexts, name: str
+) -> None:
+    """A wildcard receiver queries with its wildcard_receiver options: a single-topic receiver's query
+    option given for it would do nothing, so it is refused with what to set instead."""
+    sub = contexts.new()
+    with pytest.raises(ConfigError, match=f"{name} in receiver_attrs of a wildcard receiver") as info:
+        sub.create_wildcard_receiver(r"^wc/q/", Recorder(), receiver_attrs={name: 2})
+    assert "resolver_query_minimum_interval" in str(info.value)
+    attrs = ReceiverAttributes()
+    attrs.set(name, 2)
+    with pytest.raises(ConfigError, match=name):
+        sub.create_wildcard_receiver(r"^wc/q/", Recorder(), receiver_attrs=attrs)
+    # The receiver scope of a configuration names every receiver: it does not stop wildcard receivers.
+    with openum.Context(options=[*contexts.ports.options(), f"receiver {name} 2"]) as ctx:
+        ctx.create_wildcard_receiver(r"^wc/q/", Recorder()).close()

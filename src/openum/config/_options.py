@@ -268,7 +268,8 @@ _ROWS: Final[tuple[Option, ...]] = (
     ),
     Option(
         "resolver_multicast_ttl", C, Int(0, 255), 16,
-        "IP time-to-live of multicast topic resolution datagrams.", "", unit="hops", note=FROM_DUMP,
+        "IP time-to-live of multicast topic resolution datagrams, and of LBT-RM data datagrams.", "",
+        unit="hops", note=FROM_DUMP,
     ),
     Option(
         "resolver_multicast_receiver_socket_buffer", C, NONNEG, 8388608,
@@ -299,7 +300,7 @@ _ROWS: Final[tuple[Option, ...]] = (
         "SO_RCVBUF of the unicast topic resolution socket.", "", unit=BYTES, note=FROM_DUMP,
     ),
     Option(
-        "resolver_unicast_keepalive_interval", C, NONNEG, 500,
+        "resolver_unicast_keepalive_interval", C, POS, 500,
         "Interval of keepalives to lbmrd while the context sends no TIRs or TQRs.",
         "8.1.9", unit=MS, note=FROM_DUMP,
     ),
@@ -313,7 +314,7 @@ _ROWS: Final[tuple[Option, ...]] = (
         "", unit=MS, note=FROM_DUMP,
     ),
     Option(
-        "resolver_unicast_change_interval", C, NONNEG, 500,
+        "resolver_unicast_change_interval", C, POS, 500,
         "Interval at which the context switches to the next active lbmrd (randomised).",
         "", unit=MS, note=FROM_DUMP,
     ),
@@ -374,8 +375,8 @@ _ROWS: Final[tuple[Option, ...]] = (
     ),
     Option(
         "resolver_advertisement_send_immediate_response", S, BOOL, True,
-        "Answer a matching query at once with a TIR in its own datagram instead of waiting for the phase "
-        "schedule.",
+        "Answer a matching query with a TIR at once (1) or with the next advertisement the phase schedule "
+        "sends (0); either way a query starts another sustaining phase.",
         "", note=FROM_DUMP,
     ),
     Option(
@@ -421,7 +422,7 @@ _ROWS: Final[tuple[Option, ...]] = (
         "resolution_number_of_sources_query_threshold", R, NONNEG, 10000000,
         "A receiver stops querying while it knows at least this many sources (0: never query).",
         "8.1.5", unit="sources",
-        note="Also stated by the older HTML edition of the Concepts Guide (seed 001).",
+        note="Also stated by the older HTML edition of the Concepts Guide.",
     ),
     Option(
         "resolution_no_source_notification_threshold", R, NONNEG, 0,
@@ -583,7 +584,7 @@ _ROWS: Final[tuple[Option, ...]] = (
     Option(
         "resolver_query_minimum_duration", W, NONNEG, 60,
         "How long a wildcard pattern is queried (0: forever); unit is seconds as in UM.", "", unit=SEC,
-        note="Named by the older HTML edition of the Concepts Guide (seed 001, wildcard TR).",
+        note="Named by the older HTML edition of the Concepts Guide (wildcard topic resolution).",
     ),
     Option(
         "resolver_no_source_linger_timeout", W, NONNEG, 1000,
@@ -1082,7 +1083,7 @@ _ROWS: Final[tuple[Option, ...]] = (
     # --- batching, fragmentation and TSNI (seed 8.6, 8.7, 8.9) ----------------------------------------------
     Option(
         "implicit_batching_minimum_length", S, POS, 2048,
-        "Send the implicit batch once it holds more than this many bytes.",
+        "Send the implicit batch once it holds at least this many bytes.",
         "8.6.1", unit=BYTES, default_from="guide", session=True,
     ),
     Option(
@@ -1101,12 +1102,12 @@ _ROWS: Final[tuple[Option, ...]] = (
     Option(
         "transport_topic_sequence_number_info_interval", S, NONNEG, 5000,
         "After this long without sending, a source sends TSNIs at this interval (0: no TSNIs).",
-        "8.9", unit=MS, default_from="guide",
+        "8.9", unit=MS, default_from="guide", session=True,
     ),
     Option(
         "transport_topic_sequence_number_info_active_threshold", S, NONNEG, 60,
         "How long an idle source keeps sending TSNIs (0: until data resumes); unit is seconds as in UM.",
-        "8.9", unit=SEC,
+        "8.9", unit=SEC, session=True,
     ),
     Option(
         "transport_topic_sequence_number_info_request_interval", R, POS, 1000,
@@ -1143,6 +1144,8 @@ _ROWS: Final[tuple[Option, ...]] = (
         "Most messages buffered in one delivery controller's order map; beyond it the oldest gaps are "
         "declared lost (0: unbounded).",
         "8.3.1", unit=ENTRIES,
+        note="UM bounds the total over a context's delivery controllers; openum bounds each (topic, source) "
+             "delivery controller, so a context may hold this many per controller.",
     ),
     Option(
         "delivery_control_loss_check_interval", RHFX, NONNEG, 0,

@@ -7,7 +7,7 @@ session's options come from its first source; a later source with a conflicting 
 logged warning (seed 3.3.3).
 
 TCP and LBT-RU sessions are pooled by port (:class:`PortSessionPool`); LBT-RM sessions by multicast
-group (:mod:`openum.transport.lbtrm`), which reuses :func:`warn_first_source_wins`.
+group (:mod:`openum.transport.lbtrm`), which reuses :func:`warn_first_wins`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from openum._errors import SystemCallError
 from openum.config import REGISTRY, SourceAttributes
 
-__all__ = ["PooledSession", "PortSessionPool", "bind_first_free", "session_options", "warn_first_source_wins"]
+__all__ = ["PooledSession", "PortSessionPool", "bind_first_free", "session_options", "warn_first_wins"]
 
 
 class PooledSession(Protocol):
@@ -40,28 +40,35 @@ S = TypeVar("S", bound=PooledSession)
 T = TypeVar("T")
 
 
+#: Source options of every transport's sessions (batching, buffers, TSNIs).
+_SHARED_PREFIXES = ("implicit_batching_", "transport_session_", "transport_topic_sequence_number_")
+
+
 def session_options(prefix: str) -> tuple[str, ...]:
     """Source options that belong to a transport session whose own options start with ``prefix``."""
     return tuple(
         name
         for name in REGISTRY.names("source")
         if REGISTRY.lookup("source", name).session
-        and (name.startswith((prefix, "implicit_batching_", "transport_session_")) or name == "transport")
+        and (name.startswith((prefix, *_SHARED_PREFIXES)) or name == "transport")
     )
 
 
-def warn_first_source_wins(
-    log: Any, names: Iterable[str], session_attrs: Any, attrs: SourceAttributes, where: str
+def warn_first_wins(
+    log: Any, kind: str, names: Iterable[str], first_attrs: Any, attrs: Any, where: str
 ) -> None:
-    """Log every session option ``attrs`` sets to a value other than the session's (seed 3.3.3)."""
+    """Log every option of ``names`` that ``attrs`` (a later ``kind``: source or receiver) sets to a
+    value other than the one ``where`` took from its first user's ``first_attrs``."""
     for name in names:
-        if attrs.is_set(name) and attrs.get(name) != session_attrs.get(name):
+        if attrs.is_set(name) and attrs.get(name) != first_attrs.get(name):
             log.warning(
-                "source option %s=%s is ignored: the %s already uses %s from its first source (seed 3.3.3)",
+                "%s option %s=%s is ignored: the %s already uses %s from its first %s",
+                kind,
                 name,
                 attrs.get_str(name),
                 where,
-                session_attrs.get_str(name),
+                first_attrs.get_str(name),
+                kind,
             )
 
 
@@ -180,8 +187,9 @@ class PortSessionPool(abc.ABC, Generic[S]):
         )
 
     def _check_first_source_wins(self, session: S, attrs: SourceAttributes) -> None:
-        warn_first_source_wins(
+        warn_first_wins(
             self.log,
+            "source",
             self._session_option_names,
             session.attrs,
             attrs,

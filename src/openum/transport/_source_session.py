@@ -1,7 +1,7 @@
 """What every source transport session shares, whatever carries its datagrams (seed 2.9, 8.6, 8.7, 8.9).
 
 A source transport session numbers its topics, batches the LBMC messages of all its sources into
-datagrams (implicit batching, seed 8.6.1: flush when the batch exceeds ``implicit_batching_minimum_length``,
+datagrams (implicit batching, seed 8.6.1: flush when the batch reaches ``implicit_batching_minimum_length``,
 before it would overflow the datagram, on ``FLUSH``, or when its oldest message waited
 ``implicit_batching_interval``), fragments what does not fit one datagram (seed 8.7), sends TSNIs for idle
 topics (seed 8.9), and applies flow control before each send: a session that has no room blocks the

@@ -50,7 +50,7 @@ from openum.protocol.reliable import (
     SourceEvent,
 )
 from openum.runtime import EventLoop, FdEvent
-from openum.transport._pool import bind_first_free, session_options, warn_first_source_wins
+from openum.transport._pool import bind_first_free, session_options, warn_first_wins
 from openum.transport._reliable import (
     CAN_DISCONNECT,
     MAX_DRAIN,
@@ -235,7 +235,7 @@ class RmSessionPool:
             )
         existing = self._sessions.get((group, dest_port))
         if existing is not None:
-            warn_first_source_wins(self.log, SESSION_OPTIONS, existing.attrs, attrs, existing.label)
+            warn_first_wins(self.log, "source", SESSION_OPTIONS, existing.attrs, attrs, existing.label)
             return existing
         session = self._activate(attrs, group, dest_port)
         self._sessions[(group, dest_port)] = session

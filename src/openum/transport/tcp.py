@@ -14,7 +14,7 @@ a receiver presenting a stale id is disconnected (seed 6.1.2).
 
 **Sending never hops threads** (ARCHITECTURE.md 3).  ``send`` encodes into the session's batch buffer
 under the session lock and writes to the sockets from the caller's thread when implicit batching says
-so (seed 8.6.1: the batch exceeds ``implicit_batching_minimum_length``; the next message would overflow
+so (seed 8.6.1: the batch reaches ``implicit_batching_minimum_length``; the next message would overflow
 the datagram; ``FLUSH``; or the oldest message has waited ``implicit_batching_interval``).  What a
 socket does not take at once is kept per connection and written by the context thread when the socket
 becomes writable.

@@ -251,3 +251,13 @@ def test_udp_datagram_sizes_stop_at_what_one_udp_datagram_carries(name: str) -> 
     assert "65507" in opt.type.describe()  # what the error names as allowed
     with pytest.raises(OptionValueError, match="out of range"):
         opt.type.parse("65508")
+
+
+@pytest.mark.parametrize("name", ["resolver_unicast_keepalive_interval", "resolver_unicast_change_interval"])
+def test_unicast_daemon_intervals_refuse_zero(name: str) -> None:
+    """0 would send keepalives on every turn of the loop (a storm at the daemons), or never leave a
+    silent daemon: refused, naming the allowed range."""
+    opt = next(o for o in OPTIONS if o.name == name)
+    assert opt.type.parse("1") == 1
+    with pytest.raises(OptionValueError, match="out of range"):
+        opt.type.parse("0")

@@ -93,6 +93,23 @@ def test_a_query_restarts_a_quiescent_sources_sustaining_phase() -> None:
     assert net.times("tqr:A") == [100_000]  # threshold 1: the first TIR stops the queries
 
 
+def test_without_immediate_response_the_next_scheduled_advertisement_answers() -> None:
+    a = engine(1)
+    a.add_source(1, source("A", immediate_response=False), 0)
+    net = Net([a])
+    net.run_until(100_000)
+    assert a.source_phase(1) is Phase.QUIESCENT
+    before = len(net.times("tir:A"))
+    b = engine(2)
+    net.engines.append(b)
+    b.add_receiver(1, receiver("A", sources_threshold=1), 100_000 * MS)
+    net.run_until(200_000)
+    after = net.times("tir:A")[before:]
+    assert after[0] == 101_000  # no answer at once: the sustaining phase's first advertisement is it
+    assert len(after) == 60 and after[1] == 102_000
+    assert a.source_phase(1) is Phase.QUIESCENT
+
+
 def test_a_query_during_the_initial_phase_counts_as_the_nearest_send() -> None:
     a = engine(1)
     a.add_source(1, source("A"), 0)

@@ -426,14 +426,16 @@ class ResolverEngine:
     def wildcard_phase(self, wildcard_id: int) -> Phase:
         return self._wildcards[wildcard_id].schedule.phase
 
-    def source_lost(self, topic: str, key: SourceKey, now_ns: int) -> None:
-        """A receiver lost a source (EOS): forget it, and resume queries below the threshold (seed 8.2.3)."""
+    def source_lost(self, topic: str, key: SourceKey, now_ns: int) -> bool:
+        """A receiver lost a source (EOS): forget it, and resume queries below the threshold (seed 8.2.3).
+
+        True when the source was in the cache (it is removed now)."""
         entries = self._cache.get(topic)
-        if entries is not None:
-            entries.pop(key, None)
-            if not entries:
-                self._cache.pop(topic, None)
+        removed = entries is not None and entries.pop(key, None) is not None
+        if entries is not None and not entries:
+            self._cache.pop(topic, None)
         self._resume_queries(topic, now_ns)
+        return removed
 
     def _resume_queries(self, topic: str, now_ns: int) -> None:
         known = len(self._cache.get(topic, {}))
@@ -596,8 +598,8 @@ class ResolverEngine:
             self._answers.add(src.id)
             if src.schedule.phase is not Phase.INITIAL:
                 src.schedule.restart_sustaining(now_ns, send_now=False)
-        elif src.schedule.phase is not Phase.INITIAL:
-            src.schedule.restart_sustaining(now_ns, send_now=True)
+        else:  # the next scheduled advertisement is the answer
+            src.schedule.prolong_sustaining(now_ns)
 
     # -- sending --------------------------------------------------------------------------------------
     def _limit_for(self, phase: Phase, *, query: bool) -> TrRateLimiter:

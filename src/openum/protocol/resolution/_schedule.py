@@ -140,6 +140,19 @@ class PhaseSchedule:
             Phase.SUSTAINING, now_ns, now_ns if send_now else now_ns + self.params.sustain_interval_ns
         )
 
+    def prolong_sustaining(self, now_ns: int) -> None:
+        """A query reached a source that does not answer at once: its next scheduled advertisement is
+        the answer, and the sustaining phase runs in full from now (seed 8.1.5).
+
+        A send already scheduled is not put off (queries arriving faster than the interval would starve
+        the answer); a quiescent source starts a sustaining phase whose first send is one interval away.
+        During the initial phase nothing changes: its next send answers.
+        """
+        if self.phase is Phase.SUSTAINING:
+            self._phase_start = now_ns
+        elif self.phase is Phase.QUIESCENT:
+            self.restart_sustaining(now_ns, send_now=False)
+
     def stop(self) -> None:
         """No more sends (e.g. a receiver that reached its source threshold)."""
         self._quiesce()
