@@ -21,7 +21,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Protocol, Self, TypeVar, cast
+from typing import Any, Final, Protocol, Self, TypeVar, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
 from openum._receiver import (
@@ -393,15 +393,7 @@ class Context:
     def _topic_attributes(
         self, scope: str, topic: str, attrs: Attributes | Mapping[str, Any] | None
     ) -> Attributes:
-        if not isinstance(topic, str) or not topic:
-            raise ConfigError(f"a topic must be a non-empty string, not {topic!r}", value=topic)
-        if len(topic.encode()) > 246:
-            raise ConfigError(
-                f"topic {topic[:40]!r}... is {len(topic.encode())} bytes long; UM topics are at most "
-                "246 bytes",
-                value=topic,
-                allowed="at most 246 bytes",
-            )
+        check_name("topic", topic, _TOPIC_MAX)
         if not self.config.topic_permitted(scope, topic, context=self.name):
             raise ConfigError(
                 f"the XML configuration does not allow a {scope} for topic {topic!r}",
@@ -464,10 +456,7 @@ class Context:
         uses ``^``/``$``).  ``receiver_attrs`` are receiver options for the topics it subscribes to.
         """
         self._check_open("create a wildcard receiver")
-        if not isinstance(pattern, str) or not pattern:
-            raise ConfigError(
-                f"a wildcard pattern must be a non-empty string, not {pattern!r}", value=pattern
-            )
+        check_name("wildcard pattern", pattern, _PATTERN_MAX)
         wattrs = self.config.attributes(
             "wildcard_receiver", context=self.name, topic=pattern, overrides=attrs
         )
@@ -780,3 +769,44 @@ class _WildcardAttributes(Attributes):
 
 def _merge_scopes(wildcard: Attributes, receiver: Attributes) -> Attributes:
     return _WildcardAttributes(wildcard, receiver)
+
+
+#: UM's longest topic name in bytes (LBM_MAX_TOPIC_NAME_LEN 256 less the NUL and what its TIR records
+#: need) and the longest wildcard pattern a TQR carries.
+_TOPIC_MAX: Final = 246
+_PATTERN_MAX: Final = 255
+
+
+def check_name(kind: str, name: object, max_bytes: int) -> None:
+    """Refuse a topic (or wildcard pattern) that could not go on the wire as UM sends names: UTF-8 bytes,
+    NUL-terminated, at most ``max_bytes`` long.  Refused here, one bad name never reaches topic
+    resolution, where it would spoil the datagram it shares with other topics."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"a {kind} must be a non-empty string, not {_shown(name)}", value=name)
+    nul = name.find("\x00")
+    if nul >= 0:
+        raise ConfigError(
+            f"{kind} {_shown(name)} contains a NUL character at index {nul}; UM sends names NUL-terminated",
+            value=name,
+            allowed="any characters but NUL",
+        )
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            f"{kind} {_shown(name)} cannot be encoded as UTF-8 (character {name[exc.start]!r} at index "
+            f"{exc.start}, a lone surrogate); UM sends names as UTF-8 bytes",
+            value=name,
+            allowed="text that encodes as UTF-8",
+        ) from None
+    if size > max_bytes:
+        raise ConfigError(
+            f"{kind} {_shown(name)} is {size} bytes long in UTF-8; UM allows at most {max_bytes}",
+            value=name,
+            allowed=f"at most {max_bytes} bytes",
+        )
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}..."

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from openum._errors import ClosedError, NotSupportedError
 from openum._message import SourceEvent
@@ -59,6 +59,18 @@ class SendFlags(enum.IntFlag):
 _START_BATCH, _END_BATCH, _FLUSH, _NONBLOCK = (
     int(f) for f in (SendFlags.START_BATCH, SendFlags.END_BATCH, SendFlags.FLUSH, SendFlags.NONBLOCK)
 )
+_ALL_FLAGS: Final = _START_BATCH | _END_BATCH | _FLUSH | _NONBLOCK
+
+
+def _bad_flags(flags: object) -> Exception:
+    allowed = "SendFlags.NONE or a combination of " + " | ".join(
+        f"{f.name} ({int(f):#x})" for f in SendFlags if f
+    )
+    if not isinstance(flags, int):
+        return TypeError(
+            f"send() flags must be SendFlags (an int), not {type(flags).__name__}; allowed: {allowed}"
+        )
+    return ValueError(f"send() flags {flags:#x} are not SendFlags; allowed: {allowed}")
 
 
 class Source(TopicSender):
@@ -137,8 +149,10 @@ class Source(TopicSender):
                 raise TypeError(
                     f"send() takes bytes-like data, not {type(data).__name__} (encode text first)"
                 )
-        if not flags and properties is None:  # the common case: no flags to read, no properties
+        if flags == 0 and properties is None:  # the common case: no flags to read, no properties
             return self.session.send(self, data, False, False, self._holding, None)
+        if not isinstance(flags, int) or flags & ~_ALL_FLAGS:
+            raise _bad_flags(flags)
         block = None if properties is None else _properties(properties)
         flags = int(flags)  # plain int arithmetic below: IntFlag operators cost microseconds per send
         if flags & _START_BATCH:
