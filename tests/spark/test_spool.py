@@ -37,7 +37,7 @@ def fill(spool: Spool, n: int, first: int = 0, topic: str = "t") -> None:
 def fill_to_limit(spool: Spool) -> int:
     """Append until the next record would pass maxSpoolBytes; returns how many were appended."""
     n = 0
-    framed = len(body(0)) + 8
+    framed = len(body(0)) + 16
     while spool.stats()["bytes"] + framed <= spool.max_bytes:
         assert spool.append("k", body(n))
         n += 1
