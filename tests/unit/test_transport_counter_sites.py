@@ -39,6 +39,12 @@ SITES: dict[type, dict[str, tuple[ModuleType, str]]] = {
         "bytes_buffered": (tcp, "bytes_buffered=self._buffered()"),
         "drops": (tcp, 'self._stats["drops"] += 1'),  # source_paced: a slow receiver misses a datagram
         "clients_rejected": (tcp, 'self._stats["clients_rejected"] += 1'),  # a stale session id
+        "blocked_ns": (_source_session, "self._blocked_ns += self._now() - start"),
+        "clients_pending": (tcp, "clients_pending=len(self.pending)"),
+        # tests/integration/test_hostile_tcp.py moves each of these three
+        "clients_unconfirmed": (tcp, 'self._stats["clients_unconfirmed"] += 1'),
+        "clients_stalled": (tcp, 'self._stats["clients_stalled"] += 1'),
+        "clients_malformed": (tcp, 'self._stats["clients_malformed"] += 1'),
     },
     ReliableSourceStatistics: {
         **_SESSION,

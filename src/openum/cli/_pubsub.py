@@ -10,6 +10,12 @@ source, the receiving transport's counters (datagrams lost, NAKs sent, retransmi
 datagrams given up) and their totals under ``recovery``; ``send`` reports the NAKs its session received
 and the retransmissions it sent, and after the last message keeps the source alive until no NAK has
 arrived for ``--linger`` seconds, so receivers can repair a lost tail.
+
+``send`` reports how many sends waited for room (``blocked_sends``) and for how long in all
+(``blocked_seconds``); ``msgs_per_sec`` counts that time.  With TCP it also shows, under ``tcp``, the
+connections its session let go: receivers stalled past ``transport_tcp_activity_timeout``, connections
+that never presented the session id or presented a stale one or garbage, and datagrams a source-paced
+session did not send to a slow receiver.
 """
 
 from __future__ import annotations
@@ -223,22 +229,32 @@ def cmd_send(args: argparse.Namespace) -> int:
             _linger(src, args.linger, stop)
         stats = src.statistics()
         src.close()
+    # The real rate: ``seconds`` runs from the first send to the flush after the last one, so it
+    # includes every wait for room (blocked_seconds of it).
     rate = sent / seconds if seconds > 0 else 0.0
     summary: dict[str, Any] = {
         "sent": sent,
         "bytes": sent * args.size,
         "seconds": round(seconds, 6),
         "msgs_per_sec": round(rate, 1),
+        "blocked_sends": stats.blocked,
         "transport": src.transport,
         "source": source_string,
     }
+    blocked_ns = getattr(stats, "blocked_ns", None)
+    if blocked_ns is not None:  # the transports whose statistics measure it (TCP)
+        summary["blocked_seconds"] = round(blocked_ns / 1e9, 6)
     engine = getattr(stats, "transport", None)
     if engine is not None:  # LBT-RM / LBT-RU: what the session did for recovery
         summary["recovery"] = {name: getattr(engine, name) for name in _SOURCE_RECOVERY}
+    if hasattr(stats, "clients_stalled"):  # TCP: receivers let go or refused, datagrams not sent
+        summary["tcp"] = {name: getattr(stats, name) for name in _SOURCE_TCP}
     _emit(summary, args.json)
     return EXIT_OK
 
 
+#: Source transport counters shown by ``send`` for TCP.
+_SOURCE_TCP = ("clients_stalled", "clients_unconfirmed", "clients_rejected", "clients_malformed", "drops")
 #: Source transport counters shown by ``send`` for LBT-RM/LBT-RU.
 _SOURCE_RECOVERY = ("msgs_sent", "nak_pckts_rcved", "naks_rcved", "rxs_sent", "naks_ignored", "naks_shed")
 #: Receiving transport counters shown by ``recv`` for LBT-RM/LBT-RU (summed under ``recovery``).

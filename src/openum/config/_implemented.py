@@ -93,9 +93,10 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "transport_topic_sequence_number_info_active_threshold",
         "transport_topic_sequence_number_info_interval",
         # TCP
-        "transport_session_maximum_buffer", "transport_tcp_interface", "transport_tcp_listen_backlog",
-        "transport_tcp_multiple_receiver_behavior", "transport_tcp_nodelay", "transport_tcp_port",
-        "transport_tcp_reuseaddr", "transport_tcp_sender_socket_buffer", "transport_tcp_use_session_id",
+        "transport_session_maximum_buffer", "transport_tcp_activity_timeout", "transport_tcp_interface",
+        "transport_tcp_listen_backlog", "transport_tcp_multiple_receiver_behavior", "transport_tcp_nodelay",
+        "transport_tcp_port", "transport_tcp_reuseaddr", "transport_tcp_sender_socket_buffer",
+        "transport_tcp_use_session_id",
         # LBT-RM
         "transport_lbtrm_destination_port", "transport_lbtrm_ignore_interval",
         "transport_lbtrm_multicast_address", "transport_lbtrm_sm_maximum_interval",

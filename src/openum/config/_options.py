@@ -651,7 +651,17 @@ _ROWS: Final[tuple[Option, ...]] = (
         "SO_RCVBUF of TCP receiver sockets (0: OS default / autotuning).", "", unit=BYTES,
     ),
     Option(
-        "transport_tcp_activity_timeout", SR, NONNEG, 0,
+        "transport_tcp_activity_timeout", S, NONNEG, 10000,
+        "A TCP source closes a connection that has not presented the session id after this long, and "
+        "(receiver-paced) a receiver that has taken no waiting data for this long (0: never).",
+        "17.5", unit=MS, default_from="openum", session=True,
+        note="UM's default is 0 (never). openum bounds how long one stranger or one suspended receiver "
+             "holds a receiver-paced source up (UM Concepts Guide, section 2.10.7, Suspended Receiver "
+             "Problem), with the default of transport_lbtru_client_activity_timeout; 0 restores UM's "
+             "behaviour.",
+    ),
+    Option(
+        "transport_tcp_activity_timeout", R, NONNEG, 0,
         "Close a TCP transport connection after this long without activity (0: never).",
         "17.5", unit=MS, session=True,
     ),

@@ -114,6 +114,8 @@ class SourceSessionBase(abc.ABC):
         self._batch_timer: int | None = None
         self._wakeup_wanted: set[int] = set()  # topic indices that got WouldBlock
         self._stats = dict.fromkeys((*self.BASE_COUNTERS, *counters), 0)
+        #: Time blocking sends spent waiting for room, in nanoseconds (a subclass's statistics may show it).
+        self._blocked_ns = 0
         # The hot path's counters (msgs_sent, bytes_sent, datagrams_sent of the statistics).
         self._msgs_sent = 0
         self._bytes_sent = 0
@@ -223,12 +225,16 @@ class SourceSessionBase(abc.ABC):
                 "a blocking send from a context-thread callback would deadlock (the context thread is "
                 "the one that makes room); send with SendFlags.NONBLOCK there (seed 2.12.1)"
             )
-        while True:
-            self._unblocked.wait(1.0 if self.loop.running else self._room_poll_s())
-            if self.closed:
-                raise ClosedError("the source's transport session is closed")
-            if self._has_room():
-                return
+        start = self._now()
+        try:
+            while True:
+                self._unblocked.wait(1.0 if self.loop.running else self._room_poll_s())
+                if self.closed:
+                    raise ClosedError("the source's transport session is closed")
+                if self._has_room():
+                    return
+        finally:
+            self._blocked_ns += self._now() - start
 
     # -- the send path ----------------------------------------------------------------------------
     def send(

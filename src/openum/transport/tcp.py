@@ -12,6 +12,19 @@ conflicting session option gets a logged warning (seed 3.3.3).
 back to back (LBT-TCP has no header of its own).  A receiver answers with its own session-id message;
 a receiver presenting a stale id is disconnected (seed 6.1.2).
 
+**Who is a receiver.** With session ids on (``transport_tcp_use_session_id``, the default) an accepted
+connection is only *pending* until it presents this session's id: it gets the source's session-id message
+and nothing else, it is no receiver (no ``CONNECT``, not in ``num_clients``, no data kept for it, so it can
+never pace the source), and it is closed when it has not presented the id within
+``transport_tcp_activity_timeout`` (counted in ``clients_unconfirmed``).  Without session ids every
+connection is a receiver at once (pre-6.0 peers send nothing).
+
+**Stuck receivers** (UM Concepts Guide, section 2.10.7, "Suspended Receiver Problem").  In receiver-paced
+mode a receiver that takes none of the bytes waiting for it for ``transport_tcp_activity_timeout`` is
+disconnected (``clients_stalled``), so one suspended receiver holds the source and its other receivers up
+for at most that long.  A receiver that reads, however slowly, paces the source as UM's receiver pacing
+promises.
+
 **Sending never hops threads** (ARCHITECTURE.md 3).  ``send`` encodes into the session's batch buffer
 under the session lock and writes to the sockets from the caller's thread when implicit batching says
 so (seed 8.6.1: the batch reaches ``implicit_batching_minimum_length``; the next message would overflow
@@ -22,8 +35,9 @@ becomes writable.
 **Pacing** (``transport_tcp_multiple_receiver_behavior``, seed 2.10, 6.1.3): ``normal`` is receiver
 paced: when the bytes kept for slow receivers reach ``transport_session_maximum_buffer``, blocking sends
 wait and non-blocking sends raise :class:`~openum.WouldBlock`, and a ``WAKEUP`` source event follows
-once the buffers drain.  ``source_paced`` never blocks: a receiver whose buffer is full misses whole
-datagrams, which its delivery controller reports as unrecoverable loss.
+once the buffers drain (``blocked_ns`` adds up the time blocking sends waited).  ``source_paced`` never
+blocks: a receiver whose buffer is full misses whole datagrams, which its delivery controller reports as
+unrecoverable loss.
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openum.config import SourceAttributes
-from openum.runtime import EventLoop, FdEvent
+from openum.runtime import NS_PER_MS, EventLoop, FdEvent
 from openum.transport._interfaces import resolve_interface
 from openum.transport._pool import PortSessionPool, session_options
 from openum.transport._source_session import EVENT_CONNECT, EVENT_DISCONNECT, SourceSessionBase
@@ -58,8 +72,14 @@ class TcpSourceStatistics:
     ``num_clients``: receivers connected now.  ``bytes_buffered``: bytes kept for slow receivers now.
     ``msgs_sent``/``bytes_sent``: LBMC messages and bytes handed to the session.  ``datagrams_sent``:
     batches flushed.  ``fragments_sent``: messages that were fragments.  ``tsnis_sent``.
-    ``blocked``: sends that waited or raised WouldBlock.  ``drops``: datagrams not sent to a slow receiver
-    (source_paced).  ``clients_rejected``: connections closed for a stale session id.
+    ``blocked``: sends that waited or raised WouldBlock.  ``blocked_ns``: time blocking sends spent waiting
+    for room (nanoseconds, all sends together).  ``drops``: datagrams not sent to a slow receiver
+    (source_paced).  ``clients_pending``: connections now waiting to present the session id (no
+    receivers yet).  ``clients_rejected``: connections closed for a stale session id.
+    ``clients_unconfirmed``: connections closed for not presenting the session id within
+    ``transport_tcp_activity_timeout``.  ``clients_stalled``: receivers disconnected for taking no bytes
+    for ``transport_tcp_activity_timeout`` while data waited for them (receiver-paced).
+    ``clients_malformed``: connections closed for sending bytes that are not LBMC messages.
     """
 
     num_clients: int
@@ -70,8 +90,13 @@ class TcpSourceStatistics:
     fragments_sent: int
     tsnis_sent: int
     blocked: int
+    blocked_ns: int
     drops: int
+    clients_pending: int
     clients_rejected: int
+    clients_unconfirmed: int
+    clients_stalled: int
+    clients_malformed: int
 
 
 @dataclass(eq=False)
@@ -82,6 +107,10 @@ class _Client:
     decoder: StreamDecoder = field(default_factory=StreamDecoder)
     writing: bool = False
     confirmed: bool = False
+    #: When the bytes kept in ``out`` last moved (``out`` non-empty; 0 while it is empty): the stall clock.
+    stalled_since: int = 0
+    handshake_timer: int | None = None
+    closed: bool = False
 
 
 class TcpSourceSession(SourceSessionBase):
@@ -99,12 +128,19 @@ class TcpSourceSession(SourceSessionBase):
         log: Any,
     ) -> None:
         datagram_max = min(context_attrs.get("transport_tcp_datagram_max_size"), MAX_LBMC)
-        super().__init__(loop, log, attrs, datagram_max, ("drops", "clients_rejected"))
+        super().__init__(
+            loop,
+            log,
+            attrs,
+            datagram_max,
+            ("drops", "clients_rejected", "clients_unconfirmed", "clients_stalled", "clients_malformed"),
+        )
         self.interface = interface
         self.port = port
         self.session_id = session_id
         self.listener = listener
-        self.clients: list[_Client] = []
+        self.clients: list[_Client] = []  # receivers: connections that presented the session id
+        self.pending: list[_Client] = []  # connections that have not (yet): no data goes to them
         behavior = attrs.get("transport_tcp_multiple_receiver_behavior")
         if behavior == "bounded_latency":
             log.warning(
@@ -118,6 +154,10 @@ class TcpSourceSession(SourceSessionBase):
         self._maybe_buffered = False
         self.max_buffer: int = attrs.get("transport_session_maximum_buffer")
         self._hello = session_id_message(session_id) if session_id is not None else b""
+        # UM Concepts Guide, section 2.10.7: one suspended receiver must not stop the source for good.
+        self.activity_timeout_ms: int = attrs.get("transport_tcp_activity_timeout")
+        self._activity_ns = self.activity_timeout_ms * NS_PER_MS
+        self._stall_timer: int | None = None
 
     @property
     def key(self) -> tuple[str, int, int | None]:
@@ -155,22 +195,60 @@ class TcpSourceSession(SourceSessionBase):
             self.loop.register_fd(conn.fileno(), FdEvent.READ, self._client_event, client)
             with self.lock:
                 if self._hello:
-                    client.out += self._hello  # the session-id message goes first (wire §5.3)
-                    self._maybe_buffered = True
-                self.clients.append(client)
+                    # The session-id message goes first (wire §5.3); the connection becomes a receiver
+                    # when it presents this session's id (UM Concepts Guide, section 6.1).
+                    client.out += self._hello
+                    self.pending.append(client)
+                else:
+                    client.confirmed = True  # no session ids: pre-6.0 receivers send nothing
+                    self.clients.append(client)
                 self._write_client(client)
                 if client.out and not client.writing:
                     client.writing = True
                     self.loop.modify_fd(conn.fileno(), FdEvent.READ | FdEvent.WRITE)
-            self.log.debug(
-                "TCP session %s:%d: receiver %s:%d connected", self.interface, self.port, *client.peer
-            )
-            self.notify(EVENT_CONNECT, client.peer)  # CONNECT to every source on the session (seed 2.11.2)
+            if client.confirmed:
+                self._connected(client)
+            elif self._activity_ns:
+                client.handshake_timer = self.loop.schedule_timer(
+                    self.activity_timeout_ms, self._handshake_expired, client
+                )
+
+    def _connected(self, client: _Client) -> None:
+        self.log.debug("TCP session %s:%d: receiver %s:%d connected", self.interface, self.port, *client.peer)
+        self.notify(EVENT_CONNECT, client.peer)  # CONNECT to every source on the session (seed 2.11.2)
+
+    def _confirm(self, client: _Client) -> None:
+        """``client`` presented this session's id: from now on it is a receiver."""
+        with self.lock:
+            if client not in self.pending:
+                return
+            self.pending.remove(client)
+            client.confirmed = True
+            self.clients.append(client)
+            if client.out:
+                client.stalled_since = self._now()
+                self._maybe_buffered = True
+        if client.handshake_timer is not None:
+            self.loop.cancel_timer(client.handshake_timer)
+            client.handshake_timer = None
+        self._connected(client)
+
+    def _handshake_expired(self, client: _Client) -> None:
+        client.handshake_timer = None
+        with self.lock:
+            if client not in self.pending:
+                return
+            self._stats["clients_unconfirmed"] += 1
+        self._drop(
+            client,
+            f"did not present the session id within {self.activity_timeout_ms} ms "
+            "(transport_tcp_activity_timeout)",
+        )
 
     def _client_event(self, _fd: int, events: FdEvent, client: _Client) -> None:
         if events & FdEvent.READ:
             self._client_readable(client)
-        if events & FdEvent.WRITE and client in self.clients:
+        if events & FdEvent.WRITE and (client in self.clients or client in self.pending):
             wake: list[int] = []
             with self.lock:
                 self._write_client(client)
@@ -194,12 +272,14 @@ class TcpSourceSession(SourceSessionBase):
         try:
             messages = client.decoder.feed(data)
         except WireError as exc:
+            self._stats["clients_malformed"] += 1
             self._drop(client, f"sent garbage ({exc})")
             return
         for view in messages:
             try:
                 msg, _ = decode_message_at(view)
             except WireError as exc:
+                self._stats["clients_malformed"] += 1
                 self._drop(client, f"sent a malformed message ({exc})")
                 return
             sid = msg.header(SessionIdHeader)
@@ -212,22 +292,88 @@ class TcpSourceSession(SourceSessionBase):
                         f"{self.session_id:08x} (stale transport information)",
                     )
                     return
-                client.confirmed = True
+                if not client.confirmed:
+                    self._confirm(client)
 
     def _drop(self, client: _Client, why: str) -> None:
         with self.lock:
-            if client not in self.clients:
+            if client in self.clients:
+                self.clients.remove(client)
+            elif client in self.pending:
+                self.pending.remove(client)
+            else:
                 return
-            self.clients.remove(client)
-            wake = self._release_blocked()
+        self._finish((client, why))
+
+    def _finish(self, dropped: tuple[_Client, str]) -> None:
+        """Close a connection already taken off the session's lists (context thread)."""
+        client, why = dropped
+        if client.closed:
+            return
+        client.closed = True
+        if client.handshake_timer is not None:
+            try:
+                self.loop.cancel_timer(client.handshake_timer)
+            except Exception:  # the loop may be closing
+                pass
+            client.handshake_timer = None
         try:
             self.loop.unregister_fd(client.sock.fileno())
         except Exception:  # the loop may be closing
             pass
         client.sock.close()
         self.log.debug("TCP session %s:%d: receiver %s:%d %s", self.interface, self.port, *client.peer, why)
+        with self.lock:
+            wake = self._release_blocked()
         self._wake(wake)
-        self.notify(EVENT_DISCONNECT, client.peer)  # DISCONNECT
+        if client.confirmed:
+            self.notify(EVENT_DISCONNECT, client.peer)  # DISCONNECT (a pending one was never CONNECTed)
+
+    # -- stuck receivers (UM Concepts Guide, section 2.10.7) ---------------------------------------
+    def _take_stalled(self, now: int) -> list[_Client]:
+        """Take off the receivers that took no byte of what waits for them for the activity timeout;
+        schedule the next look while others have bytes waiting (lock held, receiver-paced)."""
+        stalled: list[_Client] = []
+        next_due = 0
+        for client in self.clients:
+            since = client.stalled_since
+            if since and client.out:
+                due = since + self._activity_ns
+                if due <= now:
+                    stalled.append(client)
+                elif not next_due or due < next_due:
+                    next_due = due
+        for client in stalled:
+            self.clients.remove(client)
+            self._stats["clients_stalled"] += 1
+            try:
+                client.sock.shutdown(socket.SHUT_RDWR)  # the receiver sees the end at once
+            except OSError:
+                pass
+        if next_due and self._stall_timer is None and not self.closed:
+            self._stall_timer = self.loop.schedule_timer((next_due - now) / NS_PER_MS, self._check_stalls)
+        return stalled
+
+    def _stall_reason(self) -> str:
+        return (
+            f"took no data for {self.activity_timeout_ms} ms while {self.max_buffer} bytes or more waited "
+            "(transport_tcp_activity_timeout): disconnected"
+        )
+
+    def _check_stalls(self, _clientd: Any) -> None:
+        with self.lock:
+            self._stall_timer = None
+            if self.closed:
+                return
+            stalled = self._take_stalled(self._now())
+        for client in stalled:
+            self._finish((client, self._stall_reason()))
+
+    def _watch_stall(self, client: _Client) -> None:
+        """``client``'s buffer just became non-empty (lock held): start its stall clock."""
+        client.stalled_since = self._now()
+        if self._activity_ns and self.receiver_paced and self._stall_timer is None and not self.closed:
+            self._stall_timer = self.loop.schedule_timer(self.activity_timeout_ms, self._check_stalls)
 
     # -- writing (caller's thread or context thread, under the lock) ---------------------------------
     def _write_client(self, client: _Client) -> None:
@@ -239,7 +385,9 @@ class TcpSourceSession(SourceSessionBase):
             return
         except OSError:
             return  # the reader side notices the broken connection and drops it
-        del client.out[:sent]
+        if sent:
+            del client.out[:sent]
+            client.stalled_since = self._now() if client.out else 0
 
     def _buffered(self) -> int:
         return sum(len(c.out) for c in self.clients)
@@ -262,12 +410,31 @@ class TcpSourceSession(SourceSessionBase):
         # turn writable; a blocked sender in sequential mode relies on this), then look again.
         for client in self.clients:
             self._write_client(client)
+        if self._buffered() < self.max_buffer:
+            return True
+        if not self._activity_ns:
+            return False
+        # Still full: a receiver stuck past the activity timeout is let go here too, so a sender blocked
+        # while no thread runs the context's timers (sequential mode) is held up no longer than that.
+        stalled = self._take_stalled(self._now())
+        for client in stalled:
+            try:
+                self.loop.schedule_timer(0, self._finish, (client, self._stall_reason()))
+            except Exception:  # the loop is closed: nothing left to notify
+                client.closed = True
+                client.sock.close()
         return self._buffered() < self.max_buffer
 
     def _blocked_reason(self) -> str:
+        bound = (
+            f"; a receiver that takes nothing for {self.activity_timeout_ms} ms is disconnected "
+            "(transport_tcp_activity_timeout)"
+            if self._activity_ns
+            else ""
+        )
         return (
             f"TCP session {self.interface}:{self.port}: {self._buffered()} bytes are waiting for slow "
-            f"receivers (transport_session_maximum_buffer {self.max_buffer})"
+            f"receivers (transport_session_maximum_buffer {self.max_buffer}){bound}"
         )
 
     def _deliver(self, data: bytes | bytearray) -> None:
@@ -290,6 +457,7 @@ class TcpSourceSession(SourceSessionBase):
                 # Part of the datagram went out: the rest must follow, or the stream is cut mid-message.
                 client.out += memoryview(data)[sent:]
                 self._maybe_buffered = True
+                self._watch_stall(client)
                 if not client.writing:
                     client.writing = True
                     self.loop.modify_fd(client.sock.fileno(), FdEvent.READ | FdEvent.WRITE)
@@ -298,21 +466,35 @@ class TcpSourceSession(SourceSessionBase):
     def statistics(self) -> TcpSourceStatistics:
         with self.lock:
             return TcpSourceStatistics(
-                num_clients=len(self.clients), bytes_buffered=self._buffered(), **self._counters()
+                num_clients=len(self.clients),
+                bytes_buffered=self._buffered(),
+                blocked_ns=self._blocked_ns,
+                clients_pending=len(self.pending),
+                **self._counters(),
             )
 
     def close(self) -> None:
         if not self._close_base():
             return
         with self.lock:
-            clients = list(self.clients)
+            clients = [*self.clients, *self.pending]
             self.clients.clear()
+            self.pending.clear()
+            stall_timer, self._stall_timer = self._stall_timer, None
+        timers = [stall_timer, *(c.handshake_timer for c in clients)]
+        for timer in timers:
+            if timer is not None:
+                try:
+                    self.loop.cancel_timer(timer)
+                except Exception:  # the loop may be closed already
+                    pass
         try:
             self.loop.unregister_fd(self.listener.fileno())
         except Exception:  # the loop may be closed already
             pass
         self.listener.close()
         for client in clients:
+            client.closed = True
             try:
                 self.loop.unregister_fd(client.sock.fileno())
             except Exception:
