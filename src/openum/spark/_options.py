@@ -61,6 +61,8 @@ READ_OPTIONS: Final[dict[str, str]] = {
     "maxSpoolBytes": "spool size limit, bytes or with k/m/g (default 1g)",
     "spoolFullPolicy": "'block' (default: stop reading, TCP flow control) or 'fail' (fail the query)",
     "spoolFsync": "'batch' (default: fsync before an offset is handed to Spark), 'always' or 'none'",
+    "failOnDataLoss": "'true' (default: a batch with messages lost to spool damage fails the query) or "
+    "'false' (go on without them, counted)",
 }
 
 #: The data source's own options when writing.
@@ -85,6 +87,7 @@ DEFAULT_RECEIVER_TIMEOUT_MS: Final = 10_000
 DEFAULT_DRAIN_TIMEOUT_MS: Final = 10_000
 SPOOL_FULL_POLICIES: Final = ("block", "fail")
 SPOOL_FSYNC_POLICIES: Final = ("batch", "always", "none")
+BOOLEANS: Final = ("true", "false")
 #: Transports whose sources get a CONNECT event when a receiver joins (what waitForReceivers counts).
 CONNECTED_TRANSPORTS: Final = ("tcp", "lbtru")
 
@@ -342,6 +345,7 @@ class ReadOptions:
     max_spool_bytes: int = DEFAULT_MAX_SPOOL_BYTES
     spool_full_policy: str = "block"
     spool_fsync: str = "batch"
+    fail_on_data_loss: bool = True
     spool_dir_given: bool = field(default=False, compare=False)
 
     @property
@@ -416,6 +420,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         max_spool_bytes=parse_size(size_text, "maxSpoolBytes") if size_text else DEFAULT_MAX_SPOOL_BYTES,
         spool_full_policy=_choice(options, "spoolFullPolicy", SPOOL_FULL_POLICIES),
         spool_fsync=_choice(options, "spoolFsync", SPOOL_FSYNC_POLICIES),
+        fail_on_data_loss=_choice(options, "failOnDataLoss", BOOLEANS) == "true",
         spool_dir_given=given,
     )
 

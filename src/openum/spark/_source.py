@@ -29,6 +29,7 @@ See docs/spark.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -256,6 +257,7 @@ class _ReaderRuntime:
             max_bytes=opts.max_spool_bytes,
             full_policy=opts.spool_full_policy,
             fsync=opts.spool_fsync,
+            fail_on_data_loss=opts.fail_on_data_loss,
         )
         self.fresh = fresh
         self._initial: dict[str, Any] | None = self.spool.reset() if fresh else None
@@ -364,11 +366,17 @@ class _ReaderRuntime:
         path = Path(self.opts.spool_dir) / "status.json"
         with self._status_lock:
             tmp = path.with_name(f".status.{os.getpid()}.{threading.get_ident()}.tmp")
+            text = json.dumps(self.status(), sort_keys=True)
             try:
-                tmp.write_text(json.dumps(self.status(), sort_keys=True), encoding="utf-8")
+                tmp.write_text(text, encoding="utf-8")
                 os.replace(tmp, path)
             except OSError:
                 tmp.unlink(missing_ok=True)
+                # A full disk (the very thing the status must show): rewrite the file in place, which
+                # reuses its blocks; not atomic, so a reader may rarely see it torn and read it again.
+                with contextlib.suppress(OSError), open(path, "r+", encoding="utf-8") as out:
+                    out.write(text)
+                    out.truncate()
 
     def _status_loop(self) -> None:
         # At once, then every STATUS_INTERVAL: Spark may end the reader's process right after asking it

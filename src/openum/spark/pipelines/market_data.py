@@ -568,6 +568,8 @@ _MARKERS = (
     "SchemaError: ",
     "SpoolError: ",
     "SpoolFullError: ",
+    "SpoolDiskFullError: ",
+    "SpoolDataLossError: ",
     "TimeoutError: ",
     "RuntimeError: ",
 )
