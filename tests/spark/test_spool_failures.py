@@ -16,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import random
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -107,6 +108,20 @@ def test_one_flipped_byte_loses_only_that_record_and_names_it(tmp_path: Path, wh
         assert spool.append(KEY, body(100))
         later = spool.latest(end)
         assert counters(spool.read(end, later, 10)) == [100]
+
+
+def test_a_flipped_byte_anywhere_in_the_records_loses_exactly_the_record_holding_it(tmp_path: Path) -> None:
+    start, end = spool_of(tmp_path / "s", 100)
+    (segment,) = sorted((tmp_path / "s").glob("*.seg"))
+    pristine = segment.read_bytes()
+    rng = random.Random(23)
+    for offset in rng.sample(range(SEGMENT_HEADER.size, len(pristine)), 40):
+        segment.write_bytes(pristine)
+        flip(segment, offset)
+        victim = (offset - SEGMENT_HEADER.size) // FRAMED
+        with Spool(tmp_path / "s", fail_on_data_loss=False) as spool:
+            assert [(d.first, d.last) for d in spool.damage] == [(victim, victim)], offset
+            assert counters(spool.read(start, end, 1000)) == [i for i in range(100) if i != victim]
 
 
 def test_damage_spanning_records_loses_exactly_those_and_keeps_the_rest(tmp_path: Path) -> None:
