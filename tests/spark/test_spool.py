@@ -103,6 +103,8 @@ def test_a_torn_last_record_is_cut_off_on_reopen(tmp_path: Path) -> None:
     segment.write_bytes(data[:-5])  # a crash in the middle of the last write
     with Spool(tmp_path / "s") as again:
         assert again.tail == 9
+        assert [d.torn for d in again.damage] == [True]  # a crash mid-write, not damage: nothing lost
+        assert again.stats()["lost_records"] == 0
         end = again.latest(start)
         assert counters(again.read(start, end, 100)) == list(range(9))
 
