@@ -151,6 +151,8 @@ class ReceiverNode(SimNode):
         out, events = self.engine.poll(now_ns)
         if events:
             self.events += [(now_ns, e) for e in events]
+        for r in self.engine.take_released():  # held for head loss the timers gave up on
+            self.delivered.append(Delivery(r.transport_sqn, now_ns, bytes(r.payload), r.retransmission))
         if out:
             self._count_naks(out, now_ns)
         return out

@@ -354,6 +354,8 @@ def test_every_lbtrm_counter_moves() -> None:
             nak((0,)),
             ncf_bytes[:-4],
             lbtrm.encode(RmData(port + 1, sid, 0, 0, b"x")),
+            # a forged sequence number half the sequence space ahead: dropped, out of the window
+            lbtrm.encode(RmData(port, sid, (source.next_sqn + 0x7FFF_FFF0) & 0xFFFF_FFFF, 0, b"x")),
         ):
             net.craft(src, junk, RCV)
         # Garbage at the source's NAK port: too short, version 1, an NCF (sources take only NAKs), a NAK
@@ -414,6 +416,7 @@ def test_every_lbtru_counter_moves() -> None:
             lbtru.encode(RuCreq(options=opts)),
             ncf_bytes[:-4],
             lbtru.encode(RuData(0, 0, b"x", options=make_options(sid ^ 1))),
+            lbtru.encode(RuData((source.next_sqn + 0x7FFF_FFF0) & 0xFFFF_FFFF, 0, b"x", options=opts)),
         ):
             net.craft(src, junk, RCV)
         # Garbage at the source, from its client: too short, version 1, DATA (sources take none), a NAK
@@ -429,13 +432,14 @@ def test_every_lbtru_counter_moves() -> None:
             net.craft(RCV, junk, src)
         net.run_for(100 * MS)
         # The client goes silent (its datagrams no longer reach the source): timed out; when it is heard
-        # again (an ACK) the source resets it, which ends the receiving session.
+        # again (an ACK) the source resets it; the bare RST is checked with a CREQ, which the source
+        # answers by taking the client back, so the receiving session goes on.
         net.fate = fate(ru_sqn, cut=(RCV, src))
         net.run_for(1500 * MS)
         assert source.clients == ()
         net.fate = fate(ru_sqn)
         net.run_for(S)
-        assert rcv.ended == ["test session ended: reset"] and rcv.topic.messages > 0
+        assert rcv.ended == [] and rcv.topic.messages > 0 and source.clients == (RCV,)
         assert net.watch is not None
         assert net.watch.unmoved() == {}
     finally:

@@ -37,6 +37,7 @@ from typing import Any, Final
 from openum.protocol.reliable import (
     Outgoing,
     RateController,
+    Received,
     ReceiverConnected,
     ReceiverDisconnected,
     RmReceiver,
@@ -613,13 +614,16 @@ class ReliableReceiverSession:
         if events:
             self._events(events)
         if received:
-            dispatch = self.demux.dispatch
-            for item in received:
-                got = item.payload
-                view = got if isinstance(got, memoryview) else memoryview(got)
-                dispatch(view, now, FLAG_RETRANSMIT if item.retransmission else 0)
+            self._dispatch(received, now)
         if not self.closed:
             self.timer.reschedule()
+
+    def _dispatch(self, received: Sequence[Received], now: int) -> None:
+        dispatch = self.demux.dispatch
+        for item in received:
+            got = item.payload
+            view = got if isinstance(got, memoryview) else memoryview(got)
+            dispatch(view, now, FLAG_RETRANSMIT if item.retransmission else 0)
 
     def _poll(self) -> None:
         if self.closed:
@@ -628,6 +632,9 @@ class ReliableReceiverSession:
         if outgoing:
             self._send(outgoing)
         self._events(events)
+        released = self.engine.take_released()  # held for head loss the timers gave up on
+        if released and not self.closed:
+            self._dispatch(released, self.loop.clock.now_ns())
         if not self.closed:
             self.timer.reschedule()
 

@@ -130,6 +130,9 @@ class Net:
         events: Sequence[Any]
         out, events = node.engine.poll(self.now)
         node.events += [(self.now, e) for e in events]
+        if isinstance(node.engine, RmReceiver | RuReceiver):
+            released = node.engine.take_released()
+            node.received += [(r.transport_sqn, bytes(r.payload), r.retransmission) for r in released]
         self.emit(node.addr, out)
 
     # -- time ----------------------------------------------------------------------------------------

@@ -77,9 +77,10 @@ def test_repairs_in_order_after_a_large_gap_find_each_next_loss() -> None:
     det = _detector()
     gap = 20_000
     det.data(0, 0, False, 0)
-    det.data(gap + 1, 0, False, 1 * MS)  # 1 .. gap missing
-    assert det.pending == gap
-    nxt = gap + 2
+    det.data(gap + 1, 0, False, 1 * MS)  # beyond the receive window: dropped until confirmed
+    det.data(gap + 2, 0, False, 1 * MS)  # the next one confirms the jump: 1 .. gap + 1 missing
+    assert det.pending == gap + 1 and det.out_of_window == 1
+    nxt = gap + 3
     for s in range(1, gap + 1):
         det.data(s, 0, True, 2 * MS)
         det.data(nxt, 0, False, 2 * MS)
@@ -87,6 +88,7 @@ def test_repairs_in_order_after_a_large_gap_find_each_next_loss() -> None:
         if s % 997 == 0:
             assert det.contiguous() == s  # 1 .. s repaired: s + 1 is the lowest loss
             assert det._runs[0][0] == s + 1  # the run's cursor moved along with the repairs
+    det.data(gap + 1, 0, True, 2 * MS)
     assert det.pending == 0
     assert det.contiguous() == nxt - 1
 
@@ -97,6 +99,7 @@ def test_a_gap_beyond_the_tracking_cap_keeps_its_newest_losses_findable() -> Non
     det.data(10, 0, False, 1 * MS)  # 1 .. 9 missing
     det.data(5, 0, True, 2 * MS)  # a hole in the first run
     end = 10 + MAX_TRACKED_LOSSES + 50
+    det.data(end - 1, 0, False, 3 * MS)  # beyond the receive window: dropped until confirmed
     det.data(end, 0, False, 3 * MS)  # 11 .. end - 1: only the newest up to the cap are tracked
     assert det.pending == MAX_TRACKED_LOSSES
     assert det.contiguous() == _lowest(det)

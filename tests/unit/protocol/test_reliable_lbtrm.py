@@ -18,6 +18,7 @@ from openum.protocol.reliable import (
     SessionEnded,
     Unrecovered,
 )
+from openum.protocol.reliable._nak import HEAD_WINDOW, MAX_POLL_ENTRIES, RECEIVE_WINDOW
 from openum.wire import lbtrm
 from openum.wire.lbtrm import NcfReason, RmData, RmNak, RmNcf, RmSessionMessage
 
@@ -446,23 +447,160 @@ def test_oversized_payload_is_a_local_error() -> None:
         source().send(bytes(8192), 0)
 
 
-def test_a_garbage_jump_of_the_sequence_number_is_bounded() -> None:
+FAR = 0x7FFF_FFF0  # a forged sequence number about 2**31 ahead
+
+
+def forged(kind: str, sqn: int) -> bytes:
+    """A 20-odd byte datagram of the session (its ids are public: TIRs carry them) claiming ``sqn``."""
+    if kind == "data":
+        return data(sqn, payload=b"forged")
+    if kind == "sm":
+        return lbtrm.encode(RmSessionMessage(PORT, SID, 0, sqn, 0, lbtrm.FLAG_UCAST_NAKS))
+    return lbtrm.encode(RmNcf(PORT, SID, 0, (sqn,), NcfReason.NAK_SHED))
+
+
+@pytest.mark.parametrize("kind", ["data", "sm", "ncf"])
+def test_a_forged_far_ahead_datagram_is_dropped_counted_and_delivery_goes_on(kind: str) -> None:
+    net = setup(2)
+    receivers = [net.nodes[("10.0.1.1", 50000)], net.nodes[("10.0.1.2", 50000)]]
+    for i in range(5):
+        net.send(SRC, b"m%d" % i)
+    net.run_for(10 * MS)
+    for node in receivers:  # the forger sends to the group: every receiver of the session gets it
+        _, out, events = node.engine.datagram_received(forged(kind, FAR), SRC, net.now)
+        assert list(out) == [] and not [e for e in events if isinstance(e, Unrecovered)]
+    for i in range(5, 10):
+        net.send(SRC, b"m%d" % i)
+    net.run_for(20 * S)
+    for node in receivers:
+        assert node.payloads() == [b"m%d" % i for i in range(10)]
+        st = node.engine.statistics()
+        assert st.dgrams_dropped_window == 1
+        assert (st.lost, st.naks_sent, st.losses_pending, st.unrecovered_txw) == (0, 0, 0, 0)
+        assert not [e for _, e in node.events if isinstance(e, Unrecovered)]
+
+
+def test_a_forged_datagram_within_the_window_costs_bounded_naks() -> None:
+    """The worst one forged datagram can do: the furthest sequence number the window takes."""
+    rcv = receiver()
+    rcv.datagram_received(data(0), SRC, 0)
+    rcv.datagram_received(data(RECEIVE_WINDOW - 1), SRC, MS)  # 1 .. RECEIVE_WINDOW - 2 missing
+    naks, t = 0, MS
+    while (t := rcv.next_deadline()) is not None and t < 11 * S:
+        out, _ = rcv.poll(t)
+        entries = sum(len(decoded(o).sqns) for o in out)
+        assert entries <= MAX_POLL_ENTRIES
+        naks += entries
+    st = rcv.statistics()
+    assert st.naks_sent == naks <= (RECEIVE_WINDOW - 2) * (10 * S // (100 * MS) + 1)  # backoff >= 100 ms
+    assert st.unrecovered_tmo == RECEIVE_WINDOW - 2 and st.losses_pending == 0
+
+
+def test_a_confirmed_jump_is_nakked_with_bounded_work_per_poll() -> None:
+    """Two datagrams in the same far place (a real outage longer than the window): the gap is taken,
+    tracked up to MAX_TRACKED_LOSSES, and each poll handles at most MAX_POLL_ENTRIES of it."""
     rcv = receiver(RmReceiverParams(nak_initial_backoff_interval=0))
     rcv.datagram_received(data(0), SRC, 0)
-    _, out, events = rcv.datagram_received(data(0x7FFF_FFF0), SRC, 0)
+    received, out, _ = rcv.datagram_received(data(FAR), SRC, 0)
+    assert list(received) == [] and list(out) == [] and rcv.statistics().dgrams_dropped_window == 1
+    received, out, events = rcv.datagram_received(data(FAR + 1), SRC, 0)
+    assert [r.transport_sqn for r in received] == [FAR + 1]
     st = rcv.statistics()
-    assert st.losses_pending == MAX_TRACKED_LOSSES
-    assert st.lost == 0x7FFF_FFEF
+    assert st.losses_pending == MAX_TRACKED_LOSSES  # FAR itself among them: it is NAKed back
     (gone,) = [e for e in events if isinstance(e, Unrecovered)]
-    assert gone.unlisted + len(gone.sqns) == st.unrecovered_txw == 0x7FFF_FFEF - MAX_TRACKED_LOSSES
-    assert len(gone.sqns) <= MAX_TRACKED_LOSSES
-    assert sum(len(decoded(o).sqns) for o in out) == MAX_TRACKED_LOSSES
+    assert gone.unlisted + len(gone.sqns) == st.unrecovered_txw == FAR - MAX_TRACKED_LOSSES
+    assert sum(len(decoded(o).sqns) for o in out) == MAX_POLL_ENTRIES
+    polls = 0
+    while rcv.next_deadline() == 0:  # the rest stays due: the next polls take it, a batch each
+        out, _ = rcv.poll(0)
+        assert 0 < sum(len(decoded(o).sqns) for o in out) <= MAX_POLL_ENTRIES
+        polls += 1
+    assert polls == MAX_TRACKED_LOSSES // MAX_POLL_ENTRIES - 1
     assert all(len(o.data) <= 8192 for o in out)  # NAK packets stay within the datagram max size
+
+
+def test_a_real_outage_longer_than_the_window_is_repaired() -> None:
+    outage = range(3, 3 + RECEIVE_WINDOW + 100)
+    net = setup(
+        1, fate=lambda src, dst, p, now: () if p[0] == 0 and _sqn(p) in outage and not _rx(p) else (0,)
+    )
+    node = net.nodes[("10.0.1.1", 50000)]
+    for i in range(outage.stop + 5):
+        net.send(SRC, b"m%d" % i)
+    net.run_for(20 * S)
+    assert node.payloads()[:3] == [b"m0", b"m1", b"m2"]
+    assert sorted(int(p[1:]) for p in node.payloads()) == list(range(outage.stop + 5))
+    st = node.engine.statistics()
+    assert st.dgrams_dropped_window == 1 and st.unrecovered_txw == st.unrecovered_tmo == 0
+    assert st.lost == len(outage) + 1  # the outage and the datagram that showed the jump
+
+
+def test_a_confirmed_forged_jump_heals_when_the_real_sequence_goes_on() -> None:
+    """Two forged datagrams that agree make the receiver jump; the real sequence, out of the window
+    then, makes it jump back the same way, and delivery resumes."""
+    rcv = receiver()
+    for i in range(3):
+        rcv.datagram_received(data(i), SRC, 0)
+    rcv.datagram_received(data(FAR), SRC, MS)
+    rcv.datagram_received(data(FAR + 1), SRC, MS)
+    got = [rcv.datagram_received(data(i), SRC, 2 * MS)[0] for i in range(3, 8)]
+    assert [[r.transport_sqn for r in g] for g in got] == [[], [4], [5], [6], [7]]
+    # 3 showed the way back (dropped, out of the window); 4 confirmed it
+    st = rcv.statistics()
+    assert st.dgrams_dropped_window == 2
+    assert rcv.next_deadline() == 2 * MS + 60 * S  # nothing left of the forged jump to NAK
+
+
+# --- head loss (UM Concepts Guide, section 2.4.2) ------------------------------------------------------
+
+
+def _sqn(p: bytes) -> int:
+    return lbtrm.decode_data_header(p)[2]
+
+
+def _rx(p: bytes) -> bool:
+    return bool(lbtrm.decode_data_header(p)[4] & lbtrm.FLAG_RX)
+
+
+def test_a_lost_first_datagram_is_repaired_and_delivered_first() -> None:
+    net = setup(2, fate=drop_original(0, to={0}))
+    lossy, clean = net.nodes[("10.0.1.1", 50000)], net.nodes[("10.0.1.2", 50000)]
+    for i in range(4):
+        net.send(SRC, b"m%d" % i)
+    net.run_for(5 * S)
+    for node in (lossy, clean):
+        assert node.payloads() == [b"m0", b"m1", b"m2", b"m3"]  # in order: m1-m3 held for m0
+    st = lossy.engine.statistics()
+    assert (st.lost, st.naks_sent, st.rxs_rcved, st.unrecovered_tmo) == (1, 1, 1, 0)
+    assert clean.engine.statistics().lost == 0
+
+
+def test_an_unrepairable_head_is_reported_and_what_was_held_goes_up() -> None:
+    net = setup(1, fate=lambda src, dst, p, now: () if p[0] == 0 and _sqn(p) < 2 else (0,))
+    node = net.nodes[("10.0.1.1", 50000)]
+    for i in range(4):
+        net.send(SRC, b"m%d" % i)
+    net.run_for(5 * S)
+    assert node.payloads() == []  # held while 0 and 1 are NAKed (every repair is lost too)
+    net.run_for(10 * S)  # the NAK generation interval passes: given up, reported
+    assert node.payloads() == [b"m2", b"m3"]
+    assert [e for _, e in node.events if isinstance(e, Unrecovered)] == [Unrecovered((0, 1), "timeout")]
+    assert node.engine.statistics().unrecovered_tmo == 2
+
+
+def test_a_late_join_is_not_head_loss() -> None:
+    rcv = receiver()
+    received, out, _ = rcv.datagram_received(data(HEAD_WINDOW), SRC, 0)  # the session is well under way
+    assert [r.transport_sqn for r in received] == [HEAD_WINDOW] and list(out) == []
+    received, _, _ = rcv.datagram_received(data(5, trail=3), SRC, 0)  # nor is it once 0 is gone
+    rcv2 = receiver()
+    received, _, _ = rcv2.datagram_received(data(5, trail=3), SRC, 0)
+    assert len(received) == 1 and rcv.statistics().lost == rcv2.statistics().lost == 0
 
 
 def test_a_retransmission_seen_before_anything_else_does_not_start_the_sequence_space() -> None:
     rcv = receiver()
     received, _, events = rcv.datagram_received(data(5, rx=True), SRC, 0)
     assert len(received) == 1 and list(events) == [SessionActive()]
-    rcv.datagram_received(data(100), SRC, MS)
+    rcv.datagram_received(data(HEAD_WINDOW + 100), SRC, MS)  # a late join (not head loss)
     assert rcv.statistics().lost == 0 and rcv.next_deadline() == MS + 60 * S

@@ -17,6 +17,7 @@ from openum.protocol.reliable import (
     SessionActive,
     SessionEnded,
 )
+from openum.protocol.reliable.lbtru import RST_CHECK_INTERVALS
 from openum.wire import lbtru
 from openum.wire.lbtru import RuAck, RuCreq, RuData, RuNak, RuSessionMessage, make_options
 
@@ -129,8 +130,18 @@ def test_client_activity_timeout_then_rst_ends_the_receiver() -> None:
     rcv.online = True
     out, _ = src.engine.datagram_received(lbtru.encode(RuNak((0,), options=make_options(SID))), R1, net.now)
     assert [o.data for o in out] == [b"\x07\x00\x00\x00"]
-    _, _, events2 = rcv.engine.datagram_received(out[0].data, SRC, net.now)
-    assert list(events2) == [SessionEnded("reset")] and rcv.engine.state is RuReceiverState.ENDED
+    # a bare RST: the receiver asks the source (a CREQ), which takes it back as a new client
+    _, creq, events2 = rcv.engine.datagram_received(out[0].data, SRC, net.now)
+    assert list(events2) == [] and [type(lbtru.decode(o.data)) for o in creq] == [RuCreq]
+    net.emit(R1, creq)
+    net.run_for(S)
+    assert rcv.engine.state is RuReceiverState.CONNECTED and rcv.engine.client_id == 2
+    st = rcv.engine.statistics()
+    assert (st.rsts_rcved, st.rsts_refuted) == (1, 1)
+    # an RST that carries the session's ID ends the session at once
+    rst = lbtru.encode(lbtru.RuRst(options=make_options(SID)))
+    _, _, events3 = rcv.engine.datagram_received(rst, SRC, net.now)
+    assert list(events3) == [SessionEnded("reset")] and rcv.engine.state is RuReceiverState.ENDED
 
 
 def test_loss_is_repaired_for_the_client_that_lost_it_only() -> None:
@@ -170,10 +181,16 @@ def test_close_resets_every_client() -> None:
     out, events = src.close()
     assert {o.destination for o in out} == {R1, R2} and all(o.data == b"\x07\x00\x00\x00" for o in out)
     assert {e.address for e in events if isinstance(e, ReceiverDisconnected)} == {R1, R2}
+    net.nodes[SRC].online = False  # closed: nothing answers any more
     net.emit(SRC, out)
     net.run_for(10 * MS)
+    for r in (R1, R2):  # a bare RST names no session: each receiver asks the source first (a CREQ)
+        assert net.nodes[r].events[-1][1] != SessionEnded("reset")
+        assert lbtru.decode(net.nodes[r].sent[-1][1].data) == RuCreq(options=make_options(SID))
+    net.run_for(RST_CHECK_INTERVALS * 100 * MS)  # no answer within 3 connect intervals: the RST stands
     for r in (R1, R2):
-        assert net.nodes[r].events[-1][1] == SessionEnded("reset")
+        assert net.nodes[r].events[-1] == (11 * MS + 300 * MS, SessionEnded("reset"))
+        assert net.nodes[r].engine.statistics().rsts_rcved == 1
 
 
 def test_without_session_ids_old_receivers_interoperate() -> None:

@@ -20,7 +20,24 @@ messages), 8.11.4-8.11.5 (the loss-recovery timeline); spec 02 3.2, spec 03 A34-
 * **Window loss**: when a trailing edge (DATA, SM, NCF) moves past a missing sequence number, or an
   NCF says "do not retry", the source cannot repair it: ``unrecovered_txw`` and ``"window"``.
 * **Batching**: the sequence numbers due at one moment go out in as few NAK packets as the format's
-  limit allows (``max_naks_per_packet``).
+  limit allows (``max_naks_per_packet``); one :meth:`LossDetector.poll` handles at most
+  :data:`MAX_POLL_ENTRIES` timers (the rest stay due: the next poll, at once, takes them), so the work
+  of one poll is bounded whatever the gap.
+* **Receive window**: a sequence number from the network is placed only when it lies within
+  :data:`RECEIVE_WINDOW` datagrams of the next one expected (DATA, a session message's leading edge,
+  an NCF's entries).  Anything further, ahead or behind, is dropped and counted (``out_of_window``)
+  without creating state: one forged datagram with a sequence number 2**31 ahead cannot make the
+  receiver track or NAK two billion datagrams nor skip the real ones.  A real jump (an outage longer
+  than the window) is taken when a second datagram confirms it: the next original datagram or session
+  message is out of the window too, in the same place (within the window of the first, in order), with
+  nothing in the window between.  A confirmed jump ahead is a gap like any other (the first datagram,
+  dropped, is NAKed with it); a confirmed jump behind (the source's real sequence after a forged jump
+  was confirmed) restarts the sequence space there, giving up what was pending.
+* **Head loss**: the first original datagram of a session whose sequence number is among the first
+  :data:`HEAD_WINDOW` (and whose trailing edge says the source still holds sequence number 0) shows
+  that the session started only just before: the datagrams before it are loss to repair, not a late
+  join (UM Concepts Guide, section 2.4.2).  :meth:`LossDetector.head_pending` tells the receiver to hold
+  what arrives until they are repaired or given up.
 
 Sequence numbers are absolute internally (the first one seen keeps its wire value; later ones are
 placed by serial arithmetic relative to the next expected one), so the u32 wrap never matters.
@@ -40,7 +57,7 @@ from openum.protocol._rng import Rng
 from openum.protocol.reliable._common import SQN_MASK, Unrecovered, sqn_diff
 from openum.wire.lbtrm import NcfReason
 
-__all__ = ["LossDetector", "Verdict"]
+__all__ = ["HEAD_WINDOW", "MAX_POLL_ENTRIES", "RECEIVE_WINDOW", "LossDetector", "Verdict"]
 
 _IGNORED: Final = int(NcfReason.NAK_IGNORED)
 _RX_DELAY: Final = int(NcfReason.RETRANSMIT_DELAY)
@@ -53,6 +70,15 @@ _DO_NOT_RETRY: Final = int(NcfReason.DO_NOT_RETRY)
 MAX_TRACKED_LOSSES: Final = 1 << 18
 #: Sequence numbers given up on that a late repair may still fill (delivered, counted ``late_repairs``).
 _MAX_ABANDONED: Final = 1 << 16
+#: How far from the next expected sequence number (either way) one datagram may place itself; beyond,
+#: it is dropped and counted unless a second one confirms the jump (module docstring).  8,192 datagrams
+#: is about 80 ms at 100,000 datagrams per second: a larger outage costs one more datagram to NAK.
+RECEIVE_WINDOW: Final = 1 << 13
+#: Most timers (NAKs and give-ups) one poll handles; the others stay due for the next poll.
+MAX_POLL_ENTRIES: Final = 1 << 13
+#: A session's first original datagram with a sequence number below this (the source still holding
+#: sequence number 0) makes the datagrams before it head loss to repair (module docstring).
+HEAD_WINDOW: Final = 1 << 10
 
 
 class Verdict:
@@ -60,6 +86,7 @@ class Verdict:
 
     NEW: Final = 0  # first copy, in order or filling a gap: deliver it
     DUPLICATE: Final = 1  # already delivered (or before the session start): drop it
+    OUT_OF_WINDOW: Final = 2  # too far from the next expected sequence number: drop it (counted)
 
 
 class _Loss:
@@ -80,8 +107,10 @@ class LossDetector:
     __slots__ = (
         "_abandoned",
         "_backoff",
+        "_candidate",
         "_events",
         "_generation",
+        "_head_end",
         "_heap",
         "_initial",
         "_losses",
@@ -105,6 +134,7 @@ class LossDetector:
         "ncfs_shed",
         "ncfs_unknown",
         "out_of_order",
+        "out_of_window",
         "started",
         "unrecovered_tmo",
         "unrecovered_txw",
@@ -142,6 +172,12 @@ class LossDetector:
         # Given up on, oldest first: a late repair of one counts as such (not as a duplicate).
         self._abandoned: OrderedDict[int, None] = OrderedDict()
         self._events: list[Unrecovered] = []
+        # Where an out-of-window datagram would have placed the next expected sequence number (absolute),
+        # waiting for a second one to confirm it; None: nothing waits.
+        self._candidate: int | None = None
+        # Head loss being repaired: sequence numbers before this one (absolute); 0: none.
+        self._head_end = 0
+        self.out_of_window = 0
         self.lost = 0
         self.duplicate_data = 0
         self.out_of_order = 0
@@ -196,6 +232,8 @@ class LossDetector:
         nxt = self._next
         if wire != nxt & SQN_MASK or self._losses or self._events or not self.started:
             return False
+        if self._candidate is not None:
+            return False
         self._next = nxt + 1
         return True
 
@@ -206,8 +244,26 @@ class LossDetector:
                 # a repair someone else asked for, older than anything this receiver can place: hand it
                 # up, but start the sequence space at the next original datagram (or SM)
                 return Verdict.NEW
-            self.start(wire)
+            if 0 < wire < HEAD_WINDOW and wire_trail == 0:
+                self.start(0)  # the session started just before: what came before is head loss
+                self._head_end = wire
+            else:
+                self.start(wire)
         sqn = self._abs(wire)
+        ahead = sqn - self._next
+        if ahead >= RECEIVE_WINDOW or (
+            ahead < -RECEIVE_WINDOW
+            and not retransmission  # an old repair for someone else: a duplicate
+            and sqn not in self._losses
+            and sqn not in self._abandoned
+        ):
+            if retransmission or not self._confirmed(sqn, False):
+                self.out_of_window += 1
+                return Verdict.OUT_OF_WINDOW
+            if ahead < 0:
+                self._restart(sqn)
+        else:
+            self._candidate = None
         trail = sqn + min(0, sqn_diff(wire_trail, wire))
         verdict = Verdict.NEW
         if sqn >= self._next:
@@ -231,20 +287,81 @@ class LossDetector:
         self._trail(trail)
         return verdict
 
-    def edges(self, wire_lead: int, wire_trail: int, now_ns: int) -> None:
-        """A session message: the source has sent up to ``wire_lead`` and holds from ``wire_trail``."""
+    def _confirmed(self, last: int, same_ok: bool) -> bool:
+        """An out-of-window datagram shows that sequence number ``last`` exists: True when the previous
+        out-of-window one, with nothing in the window since, was in the same place (``last`` after it,
+        within the window; or equal, ``same_ok``, for a session message's unchanged leading edge), else
+        remember it and return False (module docstring)."""
+        candidate = self._candidate
+        if candidate is not None:
+            step = last - candidate
+            if 0 < step < RECEIVE_WINDOW or (same_ok and step == 0):
+                self._candidate = None
+                return True
+        self._candidate = last
+        return False
+
+    def _restart(self, sqn: int) -> None:
+        """A confirmed jump behind: begin again at ``sqn``; what was pending is given up."""
+        pending = sorted(self._losses)
+        self._losses.clear()
+        self._runs.clear()
+        self._heap.clear()
+        self._abandoned.clear()
+        self._head_end = 0
+        if pending:
+            self.unrecovered_txw += len(pending)
+            self._events.append(Unrecovered(tuple(s & SQN_MASK for s in pending), "window"))
+        self._next = sqn
+
+    def head_pending(self) -> bool:
+        """Head loss (module docstring) is still being repaired: hold what arrives."""
+        if not self._head_end:
+            return False
+        if self._losses and self._first_loss() < self._head_end:
+            return True
+        self._head_end = 0
+        return False
+
+    def edges(self, wire_lead: int, wire_trail: int, now_ns: int) -> bool:
+        """A session message: the source has sent up to ``wire_lead`` and holds from ``wire_trail``.
+        False: the leading edge is out of the window (dropped, counted)."""
         if not self.started:
-            self.start((wire_lead + 1) & SQN_MASK)
-            return
+            nxt = (wire_lead + 1) & SQN_MASK
+            if 0 < nxt < HEAD_WINDOW and wire_trail == 0:
+                self.start(0)  # the session started just before: what came before is head loss
+                self._head_end = nxt
+            else:
+                self.start(nxt)
+                return True
         lead = self._abs(wire_lead)
+        ahead = lead + 1 - self._next
+        if ahead > RECEIVE_WINDOW or ahead < -RECEIVE_WINDOW:
+            if not self._confirmed(lead, True):
+                self.out_of_window += 1
+                return False
+            if ahead < 0:
+                self._restart(lead + 1)
+                return True
+        else:
+            self._candidate = None
         trail = lead + min(0, sqn_diff(wire_trail, wire_lead))
         if lead >= self._next:
             self._gap(lead + 1, now_ns, trail)
             self._next = lead + 1
         self._trail(trail)
+        return True
 
-    def ncf(self, wire_sqns: Sequence[int], wire_trail: int, reason: int, now_ns: int) -> None:
-        """An NCF (NAK confirmation): suppress NAKs for these sequence numbers, or give up on them."""
+    def ncf(self, wire_sqns: Sequence[int], wire_trail: int, reason: int, now_ns: int) -> bool:
+        """An NCF (NAK confirmation): suppress NAKs for these sequence numbers, or give up on them.
+        False: an entry lies out of the window (the NCF is dropped, counted)."""
+        if self.started:
+            nxt = self._next
+            for wire in wire_sqns:
+                ahead = self._abs(wire) - nxt
+                if ahead >= RECEIVE_WINDOW or ahead < -RECEIVE_WINDOW:
+                    self.out_of_window += 1
+                    return False
         self.ncf_pckts_rcved += 1
         self.ncfs_rcved += len(wire_sqns)
         if reason == _IGNORED:
@@ -256,8 +373,8 @@ class LossDetector:
         else:
             self.ncfs_unknown += len(wire_sqns)
         if not self.started:
-            return
-        trail = self._abs(wire_trail)
+            return True
+        trail = min(self._abs(wire_trail), self._next)  # never past what is known to exist
         gone: list[int] = []
         for wire in wire_sqns:
             sqn = self._abs(wire)
@@ -278,6 +395,20 @@ class LossDetector:
             self._events.append(Unrecovered(tuple(s & SQN_MASK for s in gone), "window"))
         if self._losses:
             self._trail(trail)
+        return True
+
+    def give_up_head(self) -> None:
+        """Stop waiting for the head loss (the receiver cannot hold more): it is given up."""
+        end, self._head_end = self._head_end, 0
+        losses = self._losses
+        gone = [sqn for sqn in range(end) if sqn in losses]
+        if not gone:
+            return
+        for sqn in gone:
+            del losses[sqn]
+        self.unrecovered_tmo += len(gone)
+        self._abandon(gone)
+        self._events.append(Unrecovered(tuple(s & SQN_MASK for s in gone), "timeout"))
 
     # -- internals -------------------------------------------------------------------------------------
 
@@ -356,7 +487,9 @@ class LossDetector:
         heap, losses = self._heap, self._losses
         nak: list[int] = []
         timed_out: list[int] = []
-        while heap and heap[0][0] <= now_ns:
+        budget = MAX_POLL_ENTRIES
+        while heap and heap[0][0] <= now_ns and budget:
+            budget -= 1
             due, sqn = heapq.heappop(heap)
             loss = losses.get(sqn)
             if loss is None or loss.due != due:

@@ -3,6 +3,12 @@
 A receiving session becomes active with its first datagram of any kind (BOS, seed 8.11.1), ends when
 nothing at all was heard for the activity timeout (EOS, seed 8.11.6), and runs a
 :class:`LossDetector` for NAKs.  The wire encodings are the concrete classes' business.
+
+While the detector repairs head loss (UM Concepts Guide, section 2.4.2: the session's first datagrams
+were lost before this receiver got any), what arrives is held (copied) and handed up in sequence order
+once the head is repaired or given up, so that the layer above, which starts each topic at the first
+message it sees, sees the first ones first.  At most :data:`HEAD_HOLD_BYTES` are held; beyond, the head
+loss is given up at once.  Payloads released by a timer come from :meth:`ReceiverBase.take_released`.
 """
 
 from __future__ import annotations
@@ -20,11 +26,15 @@ from openum.protocol.reliable._common import (
     Received,
     ReceiverEvent,
     SessionEnded,
+    sqn_diff,
 )
 from openum.protocol.reliable._nak import LossDetector
 from openum.protocol.reliable._stats import ReceiverCounters
 
-__all__ = ["EMPTY_IN", "EMPTY_OUT", "ReceiverBase"]
+__all__ = ["EMPTY_IN", "EMPTY_OUT", "HEAD_HOLD_BYTES", "ReceiverBase"]
+
+#: Most payload bytes held while head loss is repaired (module docstring).
+HEAD_HOLD_BYTES: Final = 8 << 20
 
 EMPTY_IN: Final[Sequence[Received]] = ()
 EMPTY_OUT: Final[Sequence[Outgoing]] = ()
@@ -33,7 +43,7 @@ EMPTY_OUT: Final[Sequence[Outgoing]] = ()
 class ReceiverBase(abc.ABC):
     """Activity timing, counters and the loss detector of one receiving session."""
 
-    __slots__ = ("_activity", "_counters", "_deadline", "_det", "_ended", "_heard")
+    __slots__ = ("_activity", "_counters", "_deadline", "_det", "_ended", "_heard", "_held", "_held_bytes")
 
     def __init__(
         self,
@@ -63,6 +73,8 @@ class ReceiverBase(abc.ABC):
         self._deadline = now_ns + first_timeout_ms * NS_PER_MS  # activity deadline
         self._heard = False  # any datagram of the session yet (SessionActive given)
         self._ended = False
+        self._held: list[Received] = []  # while head loss is repaired (module docstring)
+        self._held_bytes = 0
 
     @property
     def active(self) -> bool:
@@ -113,6 +125,33 @@ class ReceiverBase(abc.ABC):
         c.bytes_rcved += nbytes
         self._deadline = now_ns + self._activity
 
+    def _hold(self, received: Sequence[Received]) -> Sequence[Received]:
+        """What to hand up now, given this call's ``received``: nothing while head loss is repaired
+        (they are held), else whatever was held and ``received``, in sequence order."""
+        det = self._det
+        held = self._held
+        if det.head_pending():
+            for item in received:
+                payload = bytes(item.payload)  # the caller reuses its buffer
+                held.append(Received(payload, item.retransmission, item.transport_sqn))
+                self._held_bytes += len(payload)
+            if self._held_bytes <= HEAD_HOLD_BYTES:
+                return EMPTY_IN
+            det.give_up_head()
+        if not held:
+            return received
+        out = held + list(received)
+        out.sort(key=_position)
+        self._held = []
+        self._held_bytes = 0
+        return out
+
+    def take_released(self) -> Sequence[Received]:
+        """Payloads held for head loss that may go up now (after :meth:`poll` gave the head up)."""
+        if not self._held or self._det.head_pending():
+            return EMPTY_IN
+        return self._hold(EMPTY_IN)
+
     def _run_detector(self, now_ns: int, out: list[Outgoing], events: list[ReceiverEvent]) -> None:
         """NAKs and give-ups due at ``now_ns``, plus the detector's pending events."""
         det = self._det
@@ -122,3 +161,7 @@ class ReceiverBase(abc.ABC):
             if packets:
                 out += self._naks(packets)
         events += det.take_events()
+
+
+def _position(item: Received) -> int:
+    return sqn_diff(item.transport_sqn, 0)

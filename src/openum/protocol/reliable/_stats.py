@@ -44,7 +44,10 @@ class _ReceiverStatistics:
     (``count_lbm_messages``).  ``dgrams_dropped_size``: too short for their header; ``_version``:
     version not 0; ``_type``: a type this end never receives; ``_hdr``: malformed header or options;
     ``_sid``: of another session (session ID or, for LBT-RU, sender address; for LBT-RM, where UM has
-    no such counter *(openum)*, a NAK port that is not the source's).
+    no such counter *(openum)*, a NAK port that is not the source's).  ``dgrams_dropped_window``
+    *(openum)*: DATA, session messages and NCFs whose sequence numbers lie too far from the next one
+    expected (more than 8,192 datagrams either way, ``RECEIVE_WINDOW``: a forged or garbage sequence
+    number) and that no second datagram confirmed.
 
     Two counters of UM's structures are absent because nothing in openum moves them: ``lbm_reqs_rcved``
     (openum has no request/response yet) and ``dgrams_dropped_other`` (every datagram a session is
@@ -84,6 +87,7 @@ class _ReceiverStatistics:
     dgrams_dropped_version: int
     dgrams_dropped_hdr: int
     dgrams_dropped_sid: int
+    dgrams_dropped_window: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +100,17 @@ class RmReceiverStatistics(_ReceiverStatistics):
 class RuReceiverStatistics(_ReceiverStatistics):
     """LBT-RU receiver transport statistics (``lbm_rcv_transport_stats_lbtru_t``).
 
-    Adds *(openum)*: ``creqs_sent`` (connection requests), ``acks_sent``, ``client_id`` (assigned by
-    the source; ``None`` until known), ``connected``.
+    Adds *(openum)*: ``creqs_sent`` (connection requests), ``acks_sent``, ``rsts_rcved`` (RSTs from
+    the source's address of this session: with its session ID, or bare), ``rsts_refuted`` (bare RSTs
+    the source disowned by answering the CREQ that checked them: forged, or from a source that had
+    dropped this client and took it back), ``client_id`` (assigned by the source; ``None`` until
+    known), ``connected``.  An RST naming another session counts in ``dgrams_dropped_sid``.
     """
 
     creqs_sent: int
     acks_sent: int
+    rsts_rcved: int
+    rsts_refuted: int
     client_id: int | None
     connected: bool
 
@@ -259,4 +268,5 @@ class ReceiverCounters:
             "lbm_msgs_rcved": self.lbm_msgs_rcved,
             "lbm_msgs_no_topic_rcved": self.lbm_msgs_no_topic_rcved,
             **self.drops.receiver_fields(),
+            "dgrams_dropped_window": det.out_of_window,
         }

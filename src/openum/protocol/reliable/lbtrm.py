@@ -358,6 +358,8 @@ class RmReceiver(ReceiverBase):
             return EMPTY_IN, EMPTY_OUT, ()
         out: list[Outgoing] = []
         self._run_detector(now_ns, out, events)
+        if self._held or det.head_pending():
+            received = self._hold(received)
         return received, out or EMPTY_OUT, events
 
     def poll(self, now_ns: int) -> tuple[list[Outgoing], list[ReceiverEvent]]:

@@ -16,7 +16,12 @@ LBT-RU is connection-oriented unicast: one source socket serves many receivers (
 * Keepalive: the receiver ACKs (``ack_sqn`` = newest datagram held with nothing missing before it) every
   ``transport_lbtru_acknowledgement_interval``; the source drops a client it has not heard from for
   ``transport_lbtru_client_activity_timeout``.  NAKs/ACKs from a client the source does not know are
-  answered with a bare RST; a receiver ends the session on RST.
+  answered with a bare RST.  A receiver ends the session on an RST that carries its session ID; a bare
+  RST (the form Wireshark parses, and the one sources send) names no session, so anyone who knows the
+  source's address could forge one: the receiver checks it by asking the source (a CREQ at once, then
+  every ``transport_lbtru_connect_interval``) and ends the session only when no answer (SM SYN) of its
+  session comes within :data:`RST_CHECK_INTERVALS` connect intervals; an answer refutes the RST
+  (``rsts_refuted``) and the session goes on (reconnected, if the source had dropped the client).
 * One sequence space and one transmission window per session; every DATA goes to every client (the
   rate controller is charged for all copies).  Repairs are per client: a retransmission and an NCF go
   only to the client that NAKed, and the ignore interval is per client.
@@ -81,6 +86,8 @@ __all__ = ["RuReceiver", "RuReceiverParams", "RuReceiverState", "RuSource", "RuS
 _BASE_LEN: Final = 4
 _OPT_LEN: Final = 8
 _RST: Final = encode(RuRst())  # always bare: Wireshark mis-parses an RST with options (wire 4.4)
+#: Connect intervals a receiver waits for the source to answer after a bare RST (module docstring).
+RST_CHECK_INTERVALS: Final = 3
 _SOURCE_TYPES: Final = frozenset((TYPE_NAK, TYPE_ACK, TYPE_CREQ))
 _RECEIVER_TYPES: Final = frozenset((TYPE_DATA, TYPE_SM, TYPE_NCF, TYPE_RST))
 
@@ -420,6 +427,9 @@ class RuReceiver(ReceiverBase):
         "_next_creq",
         "_opts",
         "_payload_offset",
+        "_reset_due",
+        "_rsts_rcved",
+        "_rsts_refuted",
         "_sid",
         "_source",
         "_state",
@@ -465,6 +475,9 @@ class RuReceiver(ReceiverBase):
         self._client_id: int | None = None
         self._creqs_sent = 0
         self._acks_sent = 0
+        self._reset_due: int | None = None  # a bare RST is being checked: the session ends then
+        self._rsts_rcved = 0
+        self._rsts_refuted = 0
 
     @property
     def state(self) -> RuReceiverState:
@@ -511,8 +524,7 @@ class RuReceiver(ReceiverBase):
             return EMPTY_IN, EMPTY_OUT, ()
         ptype = data[0]
         if ptype == TYPE_RST:
-            self._step("rst", now_ns)
-            return EMPTY_IN, EMPTY_OUT, (self._end("reset"),)
+            return self._rst(data, now_ns)
         received: Sequence[Received] = EMPTY_IN
         events: list[ReceiverEvent] = []
         det = self._det
@@ -544,6 +556,9 @@ class RuReceiver(ReceiverBase):
                 if isinstance(record, RuSessionMessage):
                     if record.syn:
                         self._client_id = record.client_id
+                        if self._reset_due is not None:  # the source answered: the RST was not its word
+                            self._reset_due = None
+                            self._rsts_refuted += 1
                     self._arrived("syn" if record.syn else "traffic", now_ns, events)
                     self._counters.sms_rcved += 1
                     det.edges(record.lead_sqn, record.trail_sqn, now_ns)
@@ -555,7 +570,34 @@ class RuReceiver(ReceiverBase):
             return EMPTY_IN, EMPTY_OUT, ()
         out: list[Outgoing] = []
         self._run_detector(now_ns, out, events)
+        if self._held or det.head_pending():
+            received = self._hold(received)
         return received, out or EMPTY_OUT, events
+
+    def _rst(
+        self, data: bytes | memoryview, now_ns: int
+    ) -> tuple[Sequence[Received], Sequence[Outgoing], Sequence[ReceiverEvent]]:
+        """An RST from the source's address: ends the session when it carries this session's ID;
+        a bare one is checked first (module docstring)."""
+        try:
+            record = decode(data)
+        except WireError:
+            self._counters.drops.hdr += 1
+            return EMPTY_IN, EMPTY_OUT, ()
+        sid = record.session_id
+        if sid is not None and sid != self._sid:
+            self._counters.drops.sid += 1
+            return EMPTY_IN, EMPTY_OUT, ()
+        self._rsts_rcved += 1
+        if sid is not None:
+            self._step("rst", now_ns)
+            return EMPTY_IN, EMPTY_OUT, (self._end("reset"),)
+        if self._reset_due is not None:
+            return EMPTY_IN, EMPTY_OUT, ()  # already being checked
+        self._reset_due = now_ns + RST_CHECK_INTERVALS * self._connect_interval
+        self._next_creq = now_ns + self._connect_interval
+        self._creqs_sent += 1
+        return EMPTY_IN, [Outgoing(encode(RuCreq(options=self._opts)), self._source)], ()
 
     def _arrived(self, what: str, now_ns: int, events: list[ReceiverEvent]) -> None:
         if self._state is not _CONNECTED or what == "syn":
@@ -570,9 +612,17 @@ class RuReceiver(ReceiverBase):
             return [], []
         out: list[Outgoing] = []
         events: list[ReceiverEvent] = []
+        if self._reset_due is not None:
+            if now_ns >= self._reset_due:  # nothing of the session answered: the RST stands
+                self._step("rst", now_ns)
+                return [], [self._end("reset")]
+            if self._state is _CONNECTED and now_ns >= self._next_creq:
+                self._creqs_sent += 1
+                self._next_creq = now_ns + self._connect_interval
+                out.append(Outgoing(encode(RuCreq(options=self._opts)), self._source))
         if self._state is _CONNECTING:
             if now_ns >= self._next_creq:
-                if self._attempts >= self._max_attempts:
+                if self._attempts >= self._max_attempts and self._reset_due is None:
                     self._step("attempts exhausted", now_ns)
                     return [], [self._end("connect failed")]
                 self._attempts += 1
@@ -595,9 +645,11 @@ class RuReceiver(ReceiverBase):
         if self._ended:
             return None
         if self._state is _CONNECTING:
-            return self._next_creq
+            return self._next_creq if self._reset_due is None else min(self._next_creq, self._reset_due)
         # Asked after every datagram: _detector_deadline() and min() inlined.
         deadline = self._deadline if self._deadline < self._next_ack else self._next_ack
+        if self._reset_due is not None:
+            deadline = min(deadline, self._reset_due, self._next_creq)
         due = self._det.next_deadline()
         return deadline if due is None or due > deadline else due
 
@@ -606,6 +658,8 @@ class RuReceiver(ReceiverBase):
             **self._counters.fields(self._det),
             creqs_sent=self._creqs_sent,
             acks_sent=self._acks_sent,
+            rsts_rcved=self._rsts_rcved,
+            rsts_refuted=self._rsts_refuted,
             client_id=self._client_id,
             connected=self._state is _CONNECTED,
         )
