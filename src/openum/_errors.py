@@ -12,6 +12,7 @@ This module imports nothing from openum so that every layer may use it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,44 @@ ERRNUM_NAMES: dict[int, str] = {
 }
 
 
+#: an echoed value longer than this (characters) is shortened in messages, its size given instead.
+ECHO_LIMIT = 80
+#: a message longer than this (characters) keeps only its head (a last resort: values are shortened first).
+MESSAGE_LIMIT = 2000
+#: a run of non-blank characters longer than this in a message is an echoed value: it is shortened.
+_LONG_RUN = re.compile(r"\S{201,}")
+
+
+def shorten(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters then ``... (N bytes)``, N being its UTF-8 size."""
+    if len(text) <= limit:
+        return text
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return f"{text[:limit]}... ({size} bytes)"
+
+
+def shorten_repr(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``repr(text)``, or the repr of its first ``limit`` characters then ``... (N bytes)``."""
+    if len(text) <= limit:
+        return repr(text)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    return f"{text[:limit]!r}... ({size} bytes)"
+
+
+def _shorten_message(message: str, *echoed: Any) -> str:
+    """``message`` with long echoes of the ``echoed`` values (and any other long run) shortened."""
+    if len(message) <= ECHO_LIMIT:
+        return message
+    for value in echoed:
+        if not isinstance(value, str) or len(value) <= ECHO_LIMIT:
+            continue
+        for text in dict.fromkeys((value, value.strip(), value.strip().lower())):
+            if len(text) > ECHO_LIMIT:
+                message = message.replace(repr(text), shorten_repr(text)).replace(text, shorten(text))
+    message = _LONG_RUN.sub(lambda m: shorten(m.group()), message)
+    return shorten(message, MESSAGE_LIMIT)
+
+
 class OpenUMError(Exception):
     """Base class of every error openum raises on purpose.
 
@@ -82,6 +121,8 @@ class ConfigError(OpenUMError, ValueError):
 
     Every field that is known is set: ``option``, ``scope``, ``value``, ``allowed`` (a human
     description of what is accepted), ``source`` (a file name, ``--option``, a dict...) and ``line``.
+    The message never echoes a long value whole: a value over :data:`ECHO_LIMIT` characters is shown
+    as its head and its size (``'9999...'... (20000000 bytes)``); ``value`` keeps it whole.
     ``errors`` holds every problem found when a whole file or mapping was checked at once; nothing of
     that file or mapping was applied.
     """
@@ -101,7 +142,7 @@ class ConfigError(OpenUMError, ValueError):
         suggestions: Sequence[str] = (),
         errors: Sequence[ConfigError] = (),
     ) -> None:
-        self.reason = message
+        self.reason = _shorten_message(message, value, option, scope)
         self.option = option
         self.scope = scope
         self.value = value

@@ -3,7 +3,9 @@
 Blank lines and lines starting with ``#`` are ignored; a ``#`` preceded by white space ends the value
 (an inline comment).  The value is the rest of the line, so values may contain spaces.  Every line
 is checked before anything is applied: a file with one bad line applies nothing, and the error lists
-every bad line as ``FILE:LINE: message``.
+every bad line as ``FILE:LINE: message``; a long value is shown as its head and its size.  An empty
+file (nothing but white space) is refused: it is more likely a mistake than a wish for no settings,
+which a file holding only a comment says.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openum._errors import ConfigError
+from openum._errors import ConfigError, shorten_repr
 from openum.config._index import REGISTRY
 from openum.config._registry import Option, normalize_scope
 
@@ -56,7 +58,7 @@ def parse_option_line(text: str, *, source: str = "--option", line: int | None =
     parts = text.strip().split(None, 2)
     if len(parts) < 3:
         raise ConfigError(
-            f"expected 'SCOPE OPTION VALUE', got {text.strip()!r}",
+            f"expected 'SCOPE OPTION VALUE', got {shorten_repr(text.strip())}",
             value=text,
             allowed="SCOPE OPTION VALUE, e.g. 'context resolver_multicast_port 12965'",
             source=source,
@@ -74,6 +76,12 @@ def parse_option_line(text: str, *, source: str = "--option", line: int | None =
 
 def parse_flat_text(text: str, source: str) -> list[Setting]:
     """Every setting of a flat file's text; :class:`ConfigError` listing every bad line."""
+    if not text or text.isspace():
+        raise ConfigError(
+            "the configuration file is empty; allowed: 'SCOPE OPTION VALUE' lines (a flat file), "
+            "comments starting with '#', or an XML <um-configuration> document",
+            source=source,
+        )
     settings: list[Setting] = []
     errors: list[ConfigError] = []
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -133,7 +141,7 @@ def settings_from_mapping(values: Mapping[str, Any], source: str = "dict") -> li
         else:
             errors.append(
                 ConfigError(
-                    f"cannot read configuration key {key!r}",
+                    f"cannot read configuration key {shorten_repr(str(key))}",
                     value=key,
                     allowed="{'scope': {'option': value}}, {'scope option': value} or "
                     "{('scope', 'option'): value}",

@@ -34,73 +34,38 @@ objects.  Option values may be restricted by ``<allow>``/``<deny>`` rules (``ord
 deny unless allowed; ``order="deny,allow"``: allow unless denied; the last matching rule wins), and
 topics by ``rule`` attributes the same way.
 
+The root element's ``version`` must be ``1.0``.  The file is read with a cost linear in its size
+(:mod:`openum.config._xmltree`): no ``<!DOCTYPE>`` declarations and so no entity expansion, an empty file
+or one without a root element is refused, and a message shows a long value as its head and its size.
+
 Errors name ``FILE:LINE``; a file with any error applies nothing.
 """
 
 from __future__ import annotations
 
 import re
-import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openum._errors import ConfigError
+from openum._errors import ConfigError, shorten, shorten_repr
 from openum.config._flat import Setting
 from openum.config._index import REGISTRY
 from openum.config._registry import normalize_scope
+from openum.config._xmltree import XmlNode, parse_xml_tree
 
 __all__ = ["ObjectRules", "XmlConfig", "parse_xml_file", "parse_xml_text"]
 
 
-@dataclass
-class _Node:
-    tag: str
-    attrib: dict[str, str]
-    line: int
-    children: list[_Node] = field(default_factory=list)
-    text: str = ""
+#: the versions of the ``<um-configuration>`` file format (UM's DTD: ``version="1.0"``).
+VERSIONS = ("1.0",)
+_ROOT = '<um-configuration version="1.0">'
 
-    def find_all(self, tag: str) -> list[_Node]:
-        return [c for c in self.children if c.tag == tag]
-
-    def find(self, tag: str) -> _Node | None:
-        for c in self.children:
-            if c.tag == tag:
-                return c
-        return None
+_Node = XmlNode
 
 
 def _parse_tree(text: str, source: str) -> _Node:
-    parser = xml.parsers.expat.ParserCreate()
-    root = _Node("#document", {}, 0)
-    stack = [root]
-
-    def start(tag: str, attrib: dict[str, str]) -> None:
-        node = _Node(tag, dict(attrib), parser.CurrentLineNumber)
-        stack[-1].children.append(node)
-        stack.append(node)
-
-    def end(_tag: str) -> None:
-        stack.pop()
-
-    def chars(data: str) -> None:
-        stack[-1].text += data
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(text, True)
-    except xml.parsers.expat.ExpatError as exc:
-        raise ConfigError(
-            f"not well-formed XML: {xml.parsers.expat.errors.messages[exc.code]}",
-            source=source,
-            line=exc.lineno,
-        ) from None
-    if len(root.children) != 1:
-        raise ConfigError("an XML configuration needs exactly one root element", source=source, line=1)
-    return root.children[0]
+    return parse_xml_tree(text, source, _ROOT)
 
 
 @dataclass(frozen=True)
@@ -209,7 +174,7 @@ class ObjectRules:
             if r_scope == scope and name in values and not entry.permits(values[name]):
                 errors.append(
                     ConfigError(
-                        f"value {values[name]!r} of {scope} option {name} is denied by the XML "
+                        f"value {shorten_repr(values[name])} of {scope} option {name} is denied by the XML "
                         f"configuration ({origin})",
                         option=name,
                         scope=scope,
@@ -258,9 +223,9 @@ class XmlConfig:
                 return app
         if not self._applications:
             return None
-        names = ", ".join(repr(a.name) for a in self._applications)
+        names = _names([repr(a.name) for a in self._applications])
         raise ConfigError(
-            f"no <application> matches application name {name!r} (the file has {names}); add one with "
+            f"no <application> matches application name {_repr(name)} (the file has {names}); add one with "
             f"that name or an unnamed <application>, or set LBM_XML_CONFIG_APPNAME",
             value=name,
             source=self.source,
@@ -370,7 +335,7 @@ class _Reader:
         for child in node.children:
             if child.tag not in allowed:
                 self.error(
-                    f"unexpected element <{child.tag}> inside <{node.tag}>",
+                    f"unexpected element <{shorten(child.tag)}> inside <{node.tag}>",
                     child,
                     allowed="elements: " + ", ".join(f"<{a}>" for a in sorted(allowed)),
                 )
@@ -391,7 +356,9 @@ class _Reader:
             return
         for child in node.children:
             if child.tag != "option":
-                self.error(f"unexpected element <{child.tag}> inside <options>", child, allowed="<option>")
+                self.error(
+                    f"unexpected element <{shorten(child.tag)}> inside <options>", child, allowed="<option>"
+                )
                 continue
             self.option(child, scope, bag)
 
@@ -403,7 +370,7 @@ class _Reader:
         order = node.attrib.get("order", "deny,allow").replace(" ", "").lower()
         if order not in ("deny,allow", "allow,deny"):
             self.error(
-                f"invalid order {order!r} on option {name}",
+                f"invalid order {shorten_repr(order)} on option {shorten(name)}",
                 node,
                 option=name,
                 allowed="deny,allow or allow,deny",
@@ -416,7 +383,9 @@ class _Reader:
                 rules.append(_ValueRule(child.tag == "allow", values))
             else:
                 self.error(
-                    f"unexpected element <{child.tag}> inside <option>", child, allowed="<allow>, <deny>"
+                    f"unexpected element <{shorten(child.tag)}> inside <option>",
+                    child,
+                    allowed="<allow>, <deny>",
                 )
         setting = None
         origin = f"{self.source}:{node.line}"
@@ -478,11 +447,13 @@ class _Reader:
                 try:
                     pattern = re.compile(pattern_text)
                 except re.error as exc:
-                    self.error(f"invalid pattern {pattern_text!r}: {exc}", child, value=pattern_text)
+                    self.error(
+                        f"invalid pattern {shorten_repr(pattern_text)}: {exc}", child, value=pattern_text
+                    )
                     continue
             rule = child.attrib.get("rule")
             if rule is not None and rule not in ("allow", "deny"):
-                self.error(f"invalid rule {rule!r}", child, allowed="allow or deny")
+                self.error(f"invalid rule {shorten_repr(rule)}", child, value=rule, allowed="allow or deny")
                 continue
             bag = self.bag(child)
             for entry in bag.entries:
@@ -502,7 +473,23 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
     reader = _Reader(source)
     if root.tag != "um-configuration":
         raise ConfigError(
-            f"the root element is <{root.tag}>, not <um-configuration>", source=source, line=root.line
+            f"the root element is <{shorten(root.tag)}>, not <um-configuration>; allowed: {_ROOT}",
+            source=source,
+            line=root.line,
+        )
+    version = root.attrib.get("version")
+    if version not in VERSIONS:
+        allowed = ", ".join(f'"{v}"' for v in VERSIONS)
+        reader.error(
+            (
+                "<um-configuration> needs a version attribute"
+                if version is None
+                else f"<um-configuration> version {shorten_repr(version)} is not supported"
+            )
+            + f"; allowed: version={allowed}",
+            root,
+            value=version,
+            allowed=f"version={allowed}",
         )
     reader.expect(root, {"templates", "applications"})
     templates: dict[str, dict[str, _OptionBag]] = {}
@@ -568,11 +555,11 @@ def parse_xml_text(text: str, source: str) -> XmlConfig:
             if name not in templates:
                 reader.errors.append(
                     ConfigError(
-                        f"unknown template {name!r}",
+                        f"unknown template {shorten_repr(name)}",
                         source=source,
                         line=line,
                         value=name,
-                        allowed="templates: " + (", ".join(sorted(templates)) or "(none defined)"),
+                        allowed="templates: " + (_names(sorted(templates)) or "(none defined)"),
                     )
                 )
 
@@ -601,6 +588,16 @@ def parse_xml_file(path: str | Path) -> XmlConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"configuration file is not UTF-8 text ({exc.reason})", source=str(file)) from None
     return parse_xml_text(text, str(file))
+
+
+def _repr(name: str | None) -> str:
+    return "None" if name is None else shorten_repr(name)
+
+
+def _names(names: list[str], most: int = 20) -> str:
+    """``a, b, c`` for a message: at most ``most`` names, each shortened."""
+    shown = ", ".join(shorten(n) for n in names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
 def looks_like_xml(text: str) -> bool:

@@ -13,6 +13,11 @@ collected before :class:`~openum._errors.ConfigError` is raised.  Things the see
 ``<match>`` address inside the source domain's networks, a ``<replace>`` address inside the destination
 domain's) are warnings, kept in :attr:`LbmrdConfig.warnings`.
 
+The file is read with a cost linear in its size (:mod:`openum.config._xmltree`): no ``<!DOCTYPE>``
+declarations and so no entity expansion (a "billion laughs" file is refused at its ``<!DOCTYPE>``
+line), an empty file or one without a root element is an error, the version must be ``1.0``, and a
+message shows a long value as its head and its size.
+
 ``<ttl>`` is read in **seconds**, the unit of ``-t``: the seed prints "milliseconds between keepalive
 checks" for it, which contradicts ``-t`` and copies ``<activity>``'s text (spec 06 §0).
 """
@@ -21,13 +26,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import xml.parsers.expat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from openum._errors import ConfigError
+from openum._errors import ConfigError, shorten, shorten_repr
+from openum.config._xmltree import XmlNode, parse_xml_tree
 from openum.daemons.lbmrd._values import (
     parse_host,
     parse_interface,
@@ -147,6 +152,9 @@ _SPECS: Final[Mapping[str, _Spec]] = {
 }
 
 _ROOT_NAMES: Final = ("lbmrd", "lbmrdr")  # spec 06 §0: accept the seed's other spelling too
+#: the versions of the file format (seed §16.3: ``version (1.0) #REQUIRED``)
+VERSIONS: Final = ("1.0",)
+_ROOT: Final = '<lbmrd version="1.0">'
 
 # ---- the configuration
 
@@ -238,50 +246,13 @@ _DAEMON_PARSERS: Final[Mapping[str, Callable[[str], object]]] = {
 # XML 1.0 Name production (ASCII part; wider letters are accepted by \w): the syntax of ID values.
 _XML_NAME: Final = re.compile(r"[^\W\d.-][\w.:-]*")
 
-# ---- the parse tree
+# ---- the parse tree (openum.config._xmltree: no entities, linear text, empty files refused)
 
-
-@dataclass
-class _Node:
-    tag: str
-    attrib: dict[str, str]
-    line: int
-    children: list[_Node] = field(default_factory=list)
-    text: str = ""
-    text_line: int = 0  # line of the first non-blank text
+_Node = XmlNode
 
 
 def _parse_tree(data: bytes, source: str) -> _Node:
-    parser = xml.parsers.expat.ParserCreate()
-    root = _Node("#document", {}, 0)
-    stack = [root]
-
-    def start(tag: str, attrib: dict[str, str]) -> None:
-        node = _Node(tag, dict(attrib), parser.CurrentLineNumber)
-        stack[-1].children.append(node)
-        stack.append(node)
-
-    def end(_tag: str) -> None:
-        stack.pop()
-
-    def chars(text: str) -> None:
-        node = stack[-1]
-        if not node.text_line and text.strip():
-            node.text_line = parser.CurrentLineNumber
-        node.text += text
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as exc:
-        raise ConfigError(
-            f"not well-formed XML: {xml.parsers.expat.errors.messages[exc.code]}",
-            source=source,
-            line=exc.lineno,
-        ) from None
-    return root.children[0]
+    return parse_xml_tree(data, source, _ROOT)
 
 
 # ---- validation
@@ -291,14 +262,28 @@ def _describe(spec: _Spec) -> str:
     return spec.model
 
 
+def _tag(name: str) -> str:
+    """``<name>`` for a message; a long (hostile) name is shortened."""
+    return f"<{shorten(name)}>"
+
+
+def _names(names: list[str], most: int = 20) -> str:
+    """``a, b, c`` for a message: at most ``most`` names, each shortened; ``none`` for no names."""
+    if not names:
+        return "none"
+    shown = ", ".join(shorten(n) for n in names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
+
+
 class _Checker:
     def __init__(self, source: str) -> None:
         self.source = source
         self.errors: list[ConfigError] = []
         self.warnings: list[str] = []
 
-    def error(self, line: int, message: str) -> None:
-        self.errors.append(ConfigError(message, source=self.source, line=line))
+    def error(self, line: int, message: str, value: str | None = None) -> None:
+        """Record a problem; ``value``: the text the message echoes (shortened there when long)."""
+        self.errors.append(ConfigError(message, source=self.source, line=line, value=value))
 
     def warn(self, line: int, message: str) -> None:
         self.warnings.append(f"{self.source}:{line}: warning: {message}")
@@ -307,26 +292,28 @@ class _Checker:
 
     def structure(self, node: _Node, spec_name: str) -> None:
         spec = _SPECS[spec_name]
-        tag = f"<{node.tag}>"
+        tag = _tag(node.tag)
         for name in node.attrib:
             if name not in spec.attrs:
                 allowed = ", ".join(spec.attrs) or "none"
-                self.error(node.line, f"attribute '{name}' is not allowed on {tag}; allowed: {allowed}")
+                self.error(
+                    node.line, f"attribute {shorten_repr(name)} is not allowed on {tag}; allowed: {allowed}"
+                )
         for name, required in spec.attrs.items():
             if required and name not in node.attrib:
                 self.error(node.line, f"{tag} needs the attribute '{name}'")
         if spec.kind in (_PCDATA, _EMPTY):
             for child in node.children:
                 holds = "only text" if spec.kind == _PCDATA else "nothing (it is an EMPTY element)"
-                self.error(child.line, f"<{child.tag}> is not allowed inside {tag}; it holds {holds}")
+                self.error(child.line, f"{_tag(child.tag)} is not allowed inside {tag}; it holds {holds}")
             if spec.kind == _EMPTY and node.text.strip():
                 self.error(node.text_line, f"text is not allowed inside {tag}; it is an EMPTY element")
             return
         if node.text.strip():
             self.error(
                 node.text_line,
-                f"text {node.text.strip()[:40]!r} is not allowed inside {tag}; it holds only the elements "
-                f"{_describe(spec)}",
+                f"text {shorten_repr(node.text.strip(), 40)} is not allowed inside {tag}; "
+                f"it holds only the elements {_describe(spec)}",
             )
         names = [c[0] for c in spec.children]
         counts: dict[str, int] = {}
@@ -334,7 +321,7 @@ class _Checker:
         for child in node.children:
             if child.tag not in names:
                 self.error(
-                    child.line, f"<{child.tag}> is not allowed inside {tag}; allowed: {_describe(spec)}"
+                    child.line, f"{_tag(child.tag)} is not allowed inside {tag}; allowed: {_describe(spec)}"
                 )
                 continue
             index = names.index(child.tag)
@@ -368,15 +355,16 @@ class _Checker:
         try:
             return parse(text)
         except ValueError as exc:
-            self.error(line, str(exc))
+            self.error(line, str(exc), text.strip())
             return None
 
 
 def _build(root: _Node, checker: _Checker) -> LbmrdConfig:
     """The configuration from a tree whose structure was checked (unknown parts were reported)."""
     version = root.attrib.get("version")
-    if version is not None and version != "1.0":
-        checker.error(root.line, f'version {version!r} is not supported; allowed: "1.0"')
+    if version is not None and version not in VERSIONS:
+        allowed = ", ".join(f'"{v}"' for v in VERSIONS)
+        checker.error(root.line, f"version {shorten_repr(version)} is not supported; allowed: {allowed}")
 
     settings: dict[str, object] = {}
     lines: dict[str, int] = {}
@@ -406,6 +394,7 @@ def _build(root: _Node, checker: _Checker) -> LbmrdConfig:
 
 def _domains(section: _Node, checker: _Checker) -> list[Domain]:
     out: list[Domain] = []
+    kept: set[str] = set()
     seen: dict[str, int] = {}
     for node in section.children:
         if node.tag != "domain":
@@ -415,13 +404,13 @@ def _domains(section: _Node, checker: _Checker) -> list[Domain]:
             if not _XML_NAME.fullmatch(name):
                 checker.error(
                     node.line,
-                    f"domain name {name!r} is not a valid XML ID; allowed: a name starting with a letter "
-                    "or '_', then letters, digits, '.', '-', '_' or ':'",
+                    f"domain name {shorten_repr(name)} is not a valid XML ID; allowed: a name starting "
+                    "with a letter or '_', then letters, digits, '.', '-', '_' or ':'",
                 )
             elif name in seen:
                 checker.error(
                     node.line,
-                    f"domain name {name!r} is already defined at line {seen[name]}; "
+                    f"domain name {shorten_repr(name)} is already defined at line {seen[name]}; "
                     "domain names (XML IDs) must be unique",
                 )
             else:
@@ -433,12 +422,16 @@ def _domains(section: _Node, checker: _Checker) -> list[Domain]:
             try:
                 net, host_bits = parse_network(child.text)
             except ValueError as exc:
-                checker.error(child.line, str(exc))
+                checker.error(child.line, str(exc), child.text.strip())
                 continue
             if host_bits:
-                checker.warn(child.line, f"network {child.text.strip()!r} has host bits set; it means {net}")
+                checker.warn(
+                    child.line,
+                    f"network {shorten_repr(child.text.strip())} has host bits set; it means {net}",
+                )
             networks.append(net)
-        if name is not None and name not in [d.name for d in out]:
+        if name is not None and name not in kept:
+            kept.add(name)
             out.append(Domain(name, tuple(networks), node.line))
     return out
 
@@ -451,19 +444,19 @@ def _endpoint(node: _Node, checker: _Checker) -> Endpoint | None:
     try:
         host = parse_host(address)
     except ValueError as exc:
-        checker.error(node.line, f"<{node.tag}> {exc}")
+        checker.error(node.line, f"<{node.tag}> {exc}", address.strip())
         ok = False
     try:
         port = parse_rule_port(node.attrib.get("port", "*"))
     except ValueError as exc:
-        checker.error(node.line, f"<{node.tag}> {exc}")
+        checker.error(node.line, f"<{node.tag}> {exc}", node.attrib.get("port", "*").strip())
         ok = False
     return Endpoint(host, port) if ok else None
 
 
 def _transforms(section: _Node, ids: Mapping[str, Domain], checker: _Checker) -> list[Transform]:
     out: list[Transform] = []
-    known = ", ".join(sorted(ids)) or "none"
+    known = _names(sorted(ids))
     for node in section.children:
         if node.tag != "transform":
             continue
@@ -476,8 +469,8 @@ def _transforms(section: _Node, ids: Mapping[str, Domain], checker: _Checker) ->
             if ref not in ids:
                 checker.error(
                     node.line,
-                    f"<transform {attr}={ref!r}> names no <domain> (an IDREF must match a domain name); "
-                    f"defined domains: {known}",
+                    f"<transform {attr}={shorten_repr(ref)}> names no <domain> "
+                    f"(an IDREF must match a domain name); defined domains: {known}",
                 )
         rules: list[Rule] = []
         for rule in node.children:
@@ -501,7 +494,7 @@ def _transforms(section: _Node, ids: Mapping[str, Domain], checker: _Checker) ->
                     checker.warn(
                         line,
                         f"<{what}> address {endpoint.address} is outside the {side} domain "
-                        f"{domain.name!r} ({', '.join(map(str, domain.networks))})",
+                        f"{shorten_repr(domain.name)} ({_names([str(n) for n in domain.networks])})",
                     )
             rules.append(Rule(match, replace, rule.line))
         source, destination = node.attrib.get("source"), node.attrib.get("destination")
@@ -516,7 +509,7 @@ def parse_config_text(data: str | bytes, source: str = "<config>") -> LbmrdConfi
     root = _parse_tree(raw, source)
     checker = _Checker(source)
     if root.tag not in _ROOT_NAMES:
-        checker.error(root.line, f'the root element must be <lbmrd version="1.0">, not <{root.tag}>')
+        checker.error(root.line, f"the root element must be {_ROOT}, not {_tag(root.tag)}")
         raise ConfigError.collect(checker.errors)
     checker.structure(root, "lbmrd")
     config = _build(root, checker)

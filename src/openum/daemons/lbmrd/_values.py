@@ -1,7 +1,8 @@
 """Values of lbmrd's settings: defaults and the parsers the XML file and the command line share.
 
 Each parser takes text and returns the value or raises :class:`ValueError` whose message names the
-value and what is allowed (seed chapters 15-16; spec 06 PART C.1, C.3).
+value (a long one shortened to its head and size) and what is allowed (seed chapters 15-16; spec 06
+PART C.1, C.3).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import ipaddress
 import re
 from typing import Final
 
+from openum._errors import shorten_repr
 from openum.transport._interfaces import parse_network
 
 __all__ = [
@@ -52,7 +54,8 @@ def parse_positive(text: str, what: str, unit: str = "", maximum: int = INT_MAX)
     unit_text = f" ({unit})" if unit else ""
     if not re.fullmatch(r"[0-9]+", value):
         raise ValueError(
-            f"{what} {value!r} is not an integer; allowed: an integer from 1 to {maximum}{unit_text}"
+            f"{what} {shorten_repr(value)} is not an integer; "
+            f"allowed: an integer from 1 to {maximum}{unit_text}"
         )
     number = int(value)
     if not 1 <= number <= maximum:
@@ -73,7 +76,9 @@ def parse_rule_port(text: str) -> int | None:
     if value == "*":
         return None
     if not re.fullmatch(r"[0-9]+", value) or int(value) > 65535:
-        raise ValueError(f"port {value!r} is not valid; allowed: '*' or an integer from 0 to 65535")
+        raise ValueError(
+            f"port {shorten_repr(value)} is not valid; allowed: '*' or an integer from 0 to 65535"
+        )
     return int(value)
 
 
@@ -86,7 +91,8 @@ def parse_host(text: str) -> str:
         except ipaddress.AddressValueError:
             pass
     raise ValueError(
-        f"address {value!r} is not valid; allowed: a dotted-decimal IPv4 host address such as 10.1.1.50"
+        f"address {shorten_repr(value)} is not valid; "
+        "allowed: a dotted-decimal IPv4 host address such as 10.1.1.50"
     )
 
 
@@ -102,10 +108,10 @@ def parse_interface(text: str) -> str:
     )
     bare = value.strip('"')
     if not bare or any(c.isspace() for c in bare):
-        raise ValueError(f"interface {value!r} is not valid; {allowed}")
+        raise ValueError(f"interface {shorten_repr(value)} is not valid; {allowed}")
     _, slash, prefix = bare.partition("/")
     if slash and (not re.fullmatch(r"[0-9]{1,2}", prefix) or int(prefix) > 32):
-        raise ValueError(f"interface {value!r} has a bad prefix length; {allowed}")
+        raise ValueError(f"interface {shorten_repr(value)} has a bad prefix length; {allowed}")
     return value
 
 
