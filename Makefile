@@ -11,12 +11,13 @@ PYTEST_ARGS ?=
 # them changes, the install is redone so the compiled modules match their source.
 COMPILED_SRC := $(shell sed -n 's/^    "\(openum[._a-z0-9]*\)",$$/\1/p' src/openum/_accel.py | tr . / | sed 's|^|src/|; s|$$|.py|')
 
-.PHONY: run test pytest lint typecheck unit system-deps docs clean help
+.PHONY: run test pytest fuzz lint typecheck unit system-deps docs clean help
 
 help:
 	@echo "make run    - the main demo: simulated market data -> Spark analytics pipeline -> subscriber (about 70 s)"
 	@echo "make test   - lint, type-check and run every test (installs what is missing)"
 	@echo "make lint   - ruff and mypy only"
+	@echo "make fuzz   - fuzz the receive paths: 10^6 mutated inputs per target (FUZZ_INPUTS=N), hours"
 	@echo "make docs   - regenerate docs/configuration.md from the option registry"
 
 $(VENV)/bin/python:
@@ -87,6 +88,13 @@ pytest:
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests - treating this as a failure" >&2; exit 1; fi; \
 	exit $$rc
+
+# The long fuzz pass over the receive paths (docs/testing.md): 10^6 inputs per target by default, hours
+# of CPU; reproducers of any finding go to fuzz-findings/.  FUZZ_INPUTS=10000 for a quick look.
+FUZZ_INPUTS ?= 1000000
+FUZZ_ARGS ?=
+fuzz:
+	$(PY) -m openum.testing.fuzz --inputs $(FUZZ_INPUTS) --out fuzz-findings $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist src/*.egg-info

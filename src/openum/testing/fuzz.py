@@ -44,6 +44,7 @@ __all__ = [
     "Mutator",
     "generate_case",
     "main",
+    "replay",
     "run_case",
     "run_target",
 ]
@@ -322,10 +323,13 @@ class FuzzReport:
 
 
 def run_case(
-    target: FuzzTarget, case: Case, time_bound_ms: float, work_bound: int
+    target: FuzzTarget, case: Case, time_bound_ms: float, work_bound: int, abort_ms: float | None = None
 ) -> tuple[str | None, str, float, int]:
-    """Run one input: ``(finding kind or None, detail, cpu ms, work)``."""
-    abort_s = max(time_bound_ms * ABORT_FACTOR, 1000.0) / 1000.0
+    """Run one input: ``(finding kind or None, detail, cpu ms, work)``.  The input is stopped (between
+    two steps) after ``abort_ms`` of CPU (default: ten times the bound, at least one second)."""
+    if abort_ms is None:
+        abort_ms = max(time_bound_ms * ABORT_FACTOR, 1000.0)
+    abort_s = abort_ms / 1000.0
     budget = Budget(time.process_time, abort_s)
     started = time.process_time()
     work = 0
@@ -384,8 +388,11 @@ def run_target(
     progress: Callable[[str], None] | None = None,
     progress_every_s: float = 5.0,
     target: FuzzTarget | None = None,
+    abort_ms: float | None = None,
 ) -> FuzzReport:
-    """Fuzz one target with ``inputs`` inputs (numbered from ``start``); stop after ``max_findings``."""
+    """Fuzz one target with ``inputs`` inputs (numbered from ``start``); stop after ``max_findings``.
+
+    ``target``: an instance to use instead of the registered target ``name`` (tests plant failures)."""
     target = target if target is not None else make_target(name)
     report = FuzzReport(name, seed, time_bound_ms=time_bound_ms, work_bound=work_bound)
     wall0 = time.monotonic()
@@ -395,7 +402,7 @@ def run_target(
     try:
         for index in range(start, start + inputs):
             case = generate_case(target, random.Random(f"{seed}:{name}:{index}"))
-            kind, detail, cpu_ms, work = run_case(target, case, time_bound_ms, work_bound)
+            kind, detail, cpu_ms, work = run_case(target, case, time_bound_ms, work_bound, abort_ms)
             report.inputs += 1
             report.max_work = max(report.max_work, work)
             report.max_cpu_ms = max(report.max_cpu_ms, cpu_ms)
@@ -431,10 +438,16 @@ def run_target(
     return report
 
 
-def replay(path: Path, time_bound_ms: float, work_bound: int) -> tuple[str | None, str, float, int]:
-    """Run the input of a reproducer file again, byte for byte."""
+def replay(
+    path: Path,
+    time_bound_ms: float = DEFAULT_TIME_BOUND_MS,
+    work_bound: int = DEFAULT_WORK_BOUND,
+    target: FuzzTarget | None = None,
+) -> tuple[str | None, str, float, int]:
+    """Run the input of a reproducer file again, byte for byte (on ``target`` if given, else on the
+    registered target the file names): ``(finding kind or None, detail, cpu ms, work)``."""
     data = json.loads(path.read_text())
-    target = make_target(data["target"])
+    target = target if target is not None else make_target(data["target"])
     target.start()
     try:
         return run_case(target, Case.from_json(data["case"]), time_bound_ms, work_bound)
