@@ -487,6 +487,45 @@ def test_lbtrm_garbage_on_the_group_port_is_counted_and_dropped(contexts: Contex
     assert stats.dgrams_dropped_size + stats.dgrams_dropped_hdr >= 1
 
 
+def test_a_forged_far_ahead_lbtrm_datagram_leaves_delivery_going_and_is_counted(contexts: Contexts) -> None:
+    """One forged DATA of the session (its ids are in every TIR) with a sequence number 2**31 ahead,
+    sent to the group from a plain socket (two sessions share the group socket, so it is not connected
+    to one source): dropped and counted (``dgrams_dropped_window``); no NAK, and delivery goes on."""
+    pub, pub2, sub = contexts.new(), contexts.new(), contexts.new()
+    rec = Recorder()
+    sub.create_receiver("reliable/forged/rm", rec)
+    sub.create_receiver("reliable/forged/rm2", Recorder())
+    src = pub.create_source("reliable/forged/rm", {"transport": "lbtrm"})
+    src2 = pub2.create_source("reliable/forged/rm2", {"transport": "lbtrm"})
+    assert src.info.transport.group == src2.info.transport.group  # type: ignore[union-attr]
+    assert wait_until(lambda: joined(sub, "lbtrm", 2), WAIT)
+    src.send(b"first", SendFlags.FLUSH)
+    assert rec.wait_count(1)
+    tr = src.info.transport
+    forged = rm_encode(
+        RmData(
+            ucast_port=tr.source_port, session_id=tr.session_id, sqn=0x7FFF_FFF0, trail_sqn=0, payload=b"x"
+        )
+    )  # type: ignore[union-attr]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+        s.sendto(forged, (tr.group, tr.dest_port))  # type: ignore[union-attr]
+
+    def stats() -> RmReceiverStatistics:
+        st = sub.retrieve_transport_stats(src.source_string)
+        assert isinstance(st, RmReceiverStatistics)
+        return st
+
+    assert wait_until(lambda: stats().dgrams_dropped_window == 1, WAIT), stats()
+    for i in range(5):
+        src.send(b"after%d" % i, SendFlags.FLUSH)
+    assert rec.wait_count(6)
+    assert [g.data for g in rec.of(DATA)] == [b"first"] + [b"after%d" % i for i in range(5)]
+    st = stats()
+    assert (st.lost, st.naks_sent, st.losses_pending, st.dgrams_dropped_window) == (0, 0, 0, 1)
+
+
 def test_lbtrm_group_socket_is_connected_to_its_only_source_so_the_contexts_own_datagrams_stay_off(
     contexts: Contexts,
 ) -> None:

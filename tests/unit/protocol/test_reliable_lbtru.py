@@ -284,3 +284,52 @@ def test_send_direct_goes_to_every_client_as_send_does() -> None:
     assert [(o.data, o.destination) for o in sent.outgoing] == [(datagram, R1), (datagram, R2)]
     assert list(src.data_destinations()) == [R1, R2]
     assert src.statistics().msgs_sent == twin.statistics().msgs_sent == 2  # a copy per client
+
+
+# --- hostile input (issue 23) -------------------------------------------------------------------------
+
+
+def test_a_forged_far_ahead_datagram_is_dropped_counted_and_delivery_goes_on() -> None:
+    net = setup(ru_receiver())
+    rcv = net.nodes[R1]
+    net.run_for(10 * MS)
+    for i in range(3):
+        net.send(SRC, b"u%d" % i)
+    net.run_for(10 * MS)
+    far = lbtru.encode(RuData(0x7FFF_FFF0, 0, b"forged", options=make_options(SID)))
+    _, out, _ = rcv.engine.datagram_received(far, SRC, net.now)
+    assert list(out) == []
+    for i in range(3, 6):
+        net.send(SRC, b"u%d" % i)
+    net.run_for(20 * S)
+    assert rcv.payloads() == [b"u%d" % i for i in range(6)]
+    st = rcv.engine.statistics()
+    assert st.dgrams_dropped_window == 1 and (st.lost, st.naks_sent, st.unrecovered_txw) == (0, 0, 0)
+
+
+def test_an_rst_of_another_session_is_ignored_and_counted() -> None:
+    net = setup(ru_receiver())
+    rcv = net.nodes[R1]
+    net.run_for(10 * MS)
+    rst = lbtru.encode(lbtru.RuRst(options=make_options(SID ^ 1)))
+    assert rcv.engine.datagram_received(rst, SRC, net.now) == ((), (), ())
+    net.send(SRC, b"after")
+    net.run_for(S)
+    assert rcv.payloads() == [b"after"] and rcv.engine.state is RuReceiverState.CONNECTED
+    st = rcv.engine.statistics()
+    assert (st.dgrams_dropped_sid, st.rsts_rcved) == (1, 0)
+
+
+def test_a_forged_bare_rst_is_refuted_by_the_live_source() -> None:
+    net = setup(ru_receiver())
+    rcv = net.nodes[R1]
+    net.run_for(10 * MS)
+    _, out, events = rcv.engine.datagram_received(b"\x07\x00\x00\x00", SRC, net.now)
+    assert list(events) == [] and [type(lbtru.decode(o.data)) for o in out] == [RuCreq]
+    net.emit(R1, out)
+    net.run_for(S)
+    net.send(SRC, b"after")
+    net.run_for(S)
+    assert rcv.payloads() == [b"after"] and not [e for _, e in rcv.events if isinstance(e, SessionEnded)]
+    st = rcv.engine.statistics()
+    assert (st.rsts_rcved, st.rsts_refuted, st.client_id) == (1, 1, 1)  # the same client throughout

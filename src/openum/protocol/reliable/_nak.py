@@ -36,8 +36,10 @@ messages), 8.11.4-8.11.5 (the loss-recovery timeline); spec 02 3.2, spec 03 A34-
 * **Head loss**: the first original datagram of a session whose sequence number is among the first
   :data:`HEAD_WINDOW` (and whose trailing edge says the source still holds sequence number 0) shows
   that the session started only just before: the datagrams before it are loss to repair, not a late
-  join (UM Concepts Guide, section 2.4.2).  :meth:`LossDetector.head_pending` tells the receiver to hold
-  what arrives until they are repaired or given up.
+  join (UM Concepts Guide, section 2.4.2).  Likewise when the sequence space started from a session
+  message or the LBT-RU handshake and the first data is not the first datagram expected.
+  :meth:`LossDetector.head_pending` tells the receiver to hold what arrives until they are repaired or
+  given up, so that the layer above sees the session's first messages first.
 
 Sequence numbers are absolute internally (the first one seen keeps its wire value; later ones are
 placed by serial arithmetic relative to the next expected one), so the u32 wrap never matters.
@@ -108,6 +110,7 @@ class LossDetector:
         "_abandoned",
         "_backoff",
         "_candidate",
+        "_data_seen",
         "_events",
         "_generation",
         "_head_end",
@@ -177,6 +180,7 @@ class LossDetector:
         self._candidate: int | None = None
         # Head loss being repaired: sequence numbers before this one (absolute); 0: none.
         self._head_end = 0
+        self._data_seen = False  # an original DATA arrived
         self.out_of_window = 0
         self.lost = 0
         self.duplicate_data = 0
@@ -244,12 +248,15 @@ class LossDetector:
                 # a repair someone else asked for, older than anything this receiver can place: hand it
                 # up, but start the sequence space at the next original datagram (or SM)
                 return Verdict.NEW
-            if 0 < wire < HEAD_WINDOW and wire_trail == 0:
-                self.start(0)  # the session started just before: what came before is head loss
-                self._head_end = wire
-            else:
-                self.start(wire)
+            # the session started just before: what came before is head loss
+            self.start(0 if 0 < wire < HEAD_WINDOW and wire_trail == 0 else wire)
         sqn = self._abs(wire)
+        if not self._data_seen and not retransmission:
+            # The first data after the start (a datagram, a handshake or session message): datagrams
+            # before it are head loss, whatever came before it is held until they are repaired.
+            self._data_seen = True
+            if self._next > sqn - RECEIVE_WINDOW and sqn > self._next and not self._head_end:
+                self._head_end = sqn
         ahead = sqn - self._next
         if ahead >= RECEIVE_WINDOW or (
             ahead < -RECEIVE_WINDOW
