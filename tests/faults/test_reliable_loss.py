@@ -32,8 +32,8 @@ LOSS = 0.05
 #: The first data datagram of a session, as an ``iptables -m u32`` match (offsets from the UDP header,
 #: which starts ``(IHL & 0xF) * 4`` bytes into the IP packet): type DATA (0) in the payload's first byte
 #: and transport sequence number 0 (LBT-RM: payload bytes 8-11; LBT-RU: payload bytes 4-7).  A
-#: retransmission of it matches too: the test rule drops only the first match (``-m limit``-free: an
-#: ``-m statistic --mode nth --every 1000000`` counter that fires once).
+#: retransmission of it matches too, so the rule drops only the first match (``-m statistic --mode nth
+#: --every 1000000 --packet 0``).
 FIRST_DATAGRAM = {
     "lbtrm": "0>>22&0x3C@8>>24=0x00&&0>>22&0x3C@16=0",
     "lbtru": "0>>22&0x3C@8>>24=0x00&&0>>22&0x3C@12=0",
@@ -157,7 +157,7 @@ def test_a_dropped_first_datagram_is_repaired(transport: str, netns: Namespace, 
     send = procs.openum(
         "send", topic, "--count", str(count), "--transport", transport, "--json", *wait, prefix=netns.prefix
     )
-    send_out, send_err = send.communicate(timeout=60)
+    _, send_err = send.communicate(timeout=60)
     assert send.returncode == 0, send_err
     recv_out, recv_err = recv.communicate(timeout=60)
     assert recv.returncode == 0, (recv_out[-2000:], recv_err[-2000:])
