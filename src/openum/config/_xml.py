@@ -602,4 +602,4 @@ def _names(names: list[str], most: int = 20) -> str:
 
 def looks_like_xml(text: str) -> bool:
     head = text.lstrip()[:200]
-    return head.startswith(("<?xml", "<um-configuration", "<!--"))
+    return head.startswith(("<?xml", "<um-configuration", "<!--", "<!DOCTYPE"))

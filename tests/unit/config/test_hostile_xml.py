@@ -113,6 +113,20 @@ def test_an_entity_the_file_does_not_declare_is_refused(parse: Callable[..., obj
         parse("a&ext;b")
 
 
+@pytest.mark.timeout(60)
+def test_a_file_starting_with_its_doctype_is_read_as_xml_and_refused_once(tmp_path: Path) -> None:
+    """Without ``<?xml ...?>`` first the file was read as flat lines: one error per line of the DTD."""
+    path = tmp_path / "laughs.xml"
+    path.write_text(
+        billion_laughs("um-configuration")
+        + '<um-configuration version="1.0"><x>&lol9;</x></um-configuration>'
+    )
+    with pytest.raises(ConfigError) as err:
+        Config().load_file(path)
+    assert len(err.value.errors) == 1
+    assert str(err.value).startswith(f"{path}:1: a <!DOCTYPE> with declarations")
+
+
 def test_the_reader_refuses_entity_declarations_even_when_expat_would_take_them() -> None:
     doc = '<!DOCTYPE r [<!ENTITY a "b">]><r>&a;</r>'
     with pytest.raises(ConfigError, match="<!DOCTYPE> with declarations"):
