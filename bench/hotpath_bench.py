@@ -266,6 +266,7 @@ class SendBench:
         session = self.src.session
         self.peer = socket.create_connection(("127.0.0.1", session.port))
         self.peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.peer.sendall(session_id_message(session.session_id))  # a receiver once it presents the id
         self.peer.setblocking(False)
         while not session.clients:
             self.ctx.process_events(1)
@@ -311,6 +312,7 @@ class EchoBench:
         ctx = self.rx.ctx
         self.src = ctx.create_source(TOPIC + "/echo")
         self.peer = socket.create_connection(("127.0.0.1", self.src.session.port))
+        self.peer.sendall(session_id_message(self.src.session.session_id))  # a receiver once it presents it
         while not self.src.session.clients:
             ctx.process_events(1)
         self.peer.recv(64)  # the session-id message

@@ -267,3 +267,10 @@ def test_cli_send_reports_time_spent_blocked_and_the_stuck_receiver_it_let_go(
         assert reader.wait_count(count), reader.count()
     finally:
         gate.set()
+
+
+def test_the_source_bound_defaults_to_ten_seconds_and_the_receiver_option_keeps_ums_default() -> None:
+    from openum.config import ReceiverAttributes, SourceAttributes
+
+    assert SourceAttributes().get("transport_tcp_activity_timeout") == 10000  # documented bound
+    assert ReceiverAttributes().get("transport_tcp_activity_timeout") == 0  # UM's: never

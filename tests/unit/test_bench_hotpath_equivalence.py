@@ -297,6 +297,8 @@ def test_the_send_path_writes_what_encode_data_writes_for_every_payload_type_and
     src = ctx.create_source("hotpath/send-equivalence")
     peer = socket.create_connection(("127.0.0.1", src.session.port))
     try:
+        if src.session.session_id is not None:  # a connection is a receiver once it presents the id
+            peer.sendall(session_id_message(src.session.session_id))
         for _ in range(200):
             if src.session.clients:
                 break
