@@ -106,7 +106,8 @@ def test_an_empty_file_fails_naming_the_file(tmp_path: Path, content: str) -> No
         proc, _ = run(*args, str(path))
         assert proc.returncode == 2, (args, proc.stdout)
         assert proc.stderr.startswith(f"{path}:"), proc.stderr
-        assert "empty" in proc.stderr or "no root element" in proc.stderr
+        reason = proc.stderr.splitlines()[0].removeprefix(f"{path}:")
+        assert "the configuration file is empty" in reason or "the file has no root element" in reason
         assert "OK" not in proc.stdout
 
 

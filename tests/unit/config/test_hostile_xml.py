@@ -203,8 +203,9 @@ def test_an_empty_file_or_one_without_a_root_element_is_an_error_naming_the_file
     for err, root in ((lbmrd_err, '<lbmrd version="1.0">'), (um_err, "<um-configuration")):
         message = str(err.value)
         assert message.startswith(f"{path}:"), message
-        assert "empty" in message or "no root element" in message
-        assert root in message
+        reason = err.value.reason
+        assert reason.startswith(("the configuration file is empty", "the file has no root element")), reason
+        assert root in reason
 
 
 def test_an_empty_flat_file_is_refused_but_a_comment_only_file_is_not() -> None:
