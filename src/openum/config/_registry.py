@@ -273,8 +273,13 @@ class Registry:
                 allowed=f"scopes: {', '.join(other_scopes)}",
                 suggestions=[f"{s} {key}" for s in other_scopes],
             )
-        close = difflib.get_close_matches(key, self._names_by_scope[scope], n=3, cutoff=0.75)
-        if not close:
+        # No UM option name is anywhere near 100 characters: no suggestions (difflib is quadratic).
+        close = (
+            difflib.get_close_matches(key, self._names_by_scope[scope], n=3, cutoff=0.75)
+            if len(key) <= 100
+            else []
+        )
+        if not close and len(key) <= 100:
             everywhere = sorted({n for names in self._names_by_scope.values() for n in names})
             close = difflib.get_close_matches(key, everywhere, n=3, cutoff=0.75)
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -95,7 +95,11 @@ class Int(OptionType):
         stripped = text.strip()
         if not _INT_RE.match(stripped):
             raise self._bad(text)
-        return self._check(int(stripped, 0) if "x" in stripped.lower() else int(stripped, 10))
+        try:
+            number = int(stripped, 0) if "x" in stripped.lower() else int(stripped, 10)
+        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits())
+            raise self._bad(text) from None
+        return self._check(number)
 
     def coerce(self, value: Any) -> int:
         if isinstance(value, bool):
@@ -112,7 +116,8 @@ class Int(OptionType):
         if (self.minimum is not None and value < self.minimum) or (
             self.maximum is not None and value > self.maximum
         ):
-            raise OptionValueError(f"{value} is out of range", self.describe())
+            shown = str(value) if value.bit_length() < 4000 else f"a {value.bit_length()}-bit number"
+            raise OptionValueError(f"{shown} is out of range", self.describe())
         return value
 
 

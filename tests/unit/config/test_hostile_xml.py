@@ -309,3 +309,19 @@ def test_lbmrd_values_with_spaces_are_shortened_too() -> None:
     assert len(message) < 400, message[:500]
     assert message.startswith("lbmrd.xml:3: ttl '1 1 1")
     assert "... (599999 bytes) is not an integer" in message
+
+
+@pytest.mark.parametrize("value", ["9" * BIG, "0x" + "f" * 5000])
+def test_a_huge_integer_is_an_invalid_value_not_a_crash(value: str) -> None:
+    """int() refuses more than 4300 digits and a huge number's str() too: both are a ConfigError."""
+    with pytest.raises(ConfigError) as err:
+        parse_flat_text(f"context resolver_multicast_port {value}\n", "app.cfg")
+    message = str(err.value)
+    assert len(message) < 400 and message.startswith("app.cfg:1:"), message[:500]
+    assert "resolver_multicast_port" in message
+
+
+def test_a_huge_unknown_option_name_is_refused_without_suggestions() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_flat_text(f"context {'q' * BIG} 1\n", "app.cfg")
+    assert "unknown option" in str(err.value) and len(str(err.value)) < 400
