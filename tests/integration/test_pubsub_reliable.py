@@ -416,6 +416,7 @@ def test_a_blocking_send_over_the_rate_limit_completes_in_sequential_mode(
     stats = src.statistics()
     assert isinstance(stats, ReliableSourceStatistics)
     assert stats.blocked >= 1
+    assert stats.blocked_ns > 0  # the time it waited for the rate controller
     # What the controller still holds back, and repairs if any, go out as the publisher's events are
     # processed again.
     assert wait_until(lambda: (pub.process_events(5), rec.count(DATA) >= len(messages))[1], WAIT)

@@ -52,6 +52,7 @@ SITES: dict[type, dict[str, tuple[ModuleType, str]]] = {
         "send_buffer_full": (_reliable, 'self._stats["send_buffer_full"] += 1'),  # sendto: EAGAIN
         "backlog": (_reliable, "backlog=len(self._backlog)"),
         "bytes_buffered": (_reliable, "bytes_buffered=sum(len(d) for d in self._backlog)"),
+        "blocked_ns": (_source_session, "self._blocked_ns += self._now() - start"),
     },
     TcpReceiverStatistics: {
         "bytes_rcved": (tcp_receiver, "self._bytes_rcved += count"),

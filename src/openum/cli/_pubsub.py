@@ -242,7 +242,7 @@ def cmd_send(args: argparse.Namespace) -> int:
         "source": source_string,
     }
     blocked_ns = getattr(stats, "blocked_ns", None)
-    if blocked_ns is not None:  # the transports whose statistics measure it (TCP)
+    if blocked_ns is not None:  # every source transport measures it
         summary["blocked_seconds"] = round(blocked_ns / 1e9, 6)
     engine = getattr(stats, "transport", None)
     if engine is not None:  # LBT-RM / LBT-RU: what the session did for recovery

@@ -330,7 +330,7 @@ class ReliableSourceStatistics:
     session messages, rate controller).  The rest counts LBMC traffic handed to the session:
     ``msgs_sent``/``bytes_sent`` (application messages and bytes), ``datagrams_sent`` (batches
     flushed), ``fragments_sent``, ``tsnis_sent``, ``blocked`` (sends that waited or raised
-    ``WouldBlock``), ``send_buffer_full`` (datagrams the socket refused because its buffer was full:
+    ``WouldBlock``), ``blocked_ns`` (time blocking sends spent waiting), ``send_buffer_full`` (datagrams the socket refused because its buffer was full:
     lost on the wire, repaired by NAKs), ``backlog`` (datagrams waiting for the rate controller now)
     and ``bytes_buffered`` (their bytes; UM's TCP name).
     """
@@ -345,6 +345,7 @@ class ReliableSourceStatistics:
     send_buffer_full: int
     backlog: int
     bytes_buffered: int
+    blocked_ns: int
 
 
 class ReliableSourceSession(SourceSessionBase):
@@ -545,6 +546,7 @@ class ReliableSourceSession(SourceSessionBase):
                 self.engine.statistics(),
                 backlog=len(self._backlog),
                 bytes_buffered=sum(len(d) for d in self._backlog),
+                blocked_ns=self._blocked_ns,
                 **self._counters(),
             )
 
