@@ -110,6 +110,10 @@ def test_cli_recovers_every_message_in_order_under_5_percent_loss(
     recovery = got["recovery"]
     assert recovery["lost"] > 0 and recovery["naks_sent"] > 0 and recovery["rxs_rcved"] > 0, recovery
     assert recovery["unrecovered_txw"] == recovery["unrecovered_tmo"] == 0
+    # One place shows every drop of input: the context's counters and the receiving session's.
+    dropped = got["dropped"]
+    assert dropped["dgrams_dropped_test_hook"] > 0  # the loss this test makes
+    assert dropped["tr_dgrams_dropped_malformed"] == dropped["dgrams_dropped_window"] == 0, dropped
     assert sent["recovery"]["naks_rcved"] > 0 and sent["recovery"]["rxs_sent"] > 0, sent["recovery"]
 
 

@@ -3,7 +3,9 @@
 Payload of message i (from 0): 8-byte big-endian i, padded with zero bytes to ``--size``.  ``recv
 --verify`` checks that every source's counters arrive as 0, 1, 2, ... and counts gaps, duplicates and
 out-of-order messages.  Long runs print a live progress line to stderr when it is a terminal; ``--json``
-prints the final summary as one JSON object on the last stdout line.
+prints the final summary as one JSON object on the last stdout line.  ``recv``'s summary has, under
+``dropped``, every counter of remote input its context and its receiving transport sessions dropped
+(undecodable or unknown topic resolution, datagrams outside the receive window, strangers' datagrams...).
 
 With the LBT-RM and LBT-RU transports the summaries show the loss recovery: ``recv`` reports, per
 source, the receiving transport's counters (datagrams lost, NAKs sent, retransmissions received,
@@ -390,6 +392,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
             pass
         for source in sorted(tally.sources):
             _snapshot(ctx, source, tally)
+        dropped = _drop_counters(asdict(ctx.statistics()))
         rcv.close()
     if evq is not None:
         evq.close()
@@ -416,10 +419,27 @@ def cmd_recv(args: argparse.Namespace) -> int:
             name: sum(stats.get(name, 0) for stats in tally.transport.values()) for name in _RECEIVER_RECOVERY
         }
         summary["transport_stats"] = tally.transport
+    for stats in tally.transport.values():  # what each receiving transport session dropped
+        for name, value in _drop_counters(stats).items():
+            dropped[name] = dropped.get(name, 0) + value
+    summary["dropped"] = dict(sorted(dropped.items()))
     _emit(summary, args.json)
     complete = count is None or tally.received >= count
     clean = not verify or (tally.gaps == tally.duplicates == tally.out_of_order == 0)
     return EXIT_OK if complete and clean else EXIT_FAILED
+
+
+#: Words that name a counter of remote input dropped, refused or evicted (issue 23: one place to see it).
+_DROP_WORDS = ("dropped", "malformed", "evict", "refused", "unconfirmed")
+
+
+def _drop_counters(stats: dict[str, Any]) -> dict[str, int]:
+    """The counters of ``stats`` that count dropped remote input (every one, zero or not: a stable shape)."""
+    return {
+        name: value
+        for name, value in stats.items()
+        if isinstance(value, int) and not isinstance(value, bool) and any(w in name for w in _DROP_WORDS)
+    }
 
 
 _STARTED = time.monotonic()
