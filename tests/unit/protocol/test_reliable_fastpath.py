@@ -195,18 +195,22 @@ def test_data_in_order_then_datagram_received_equals_datagram_received_alone(
 def test_given_up_sequence_numbers_are_forgotten_oldest_first_past_the_cap() -> None:
     """The detector remembers the last 65,536 sequence numbers it gave up on, so that a late repair of one
     counts as such; beyond that the oldest are forgotten (a repair of one is then a duplicate)."""
-    from openum.protocol.reliable._nak import _MAX_ABANDONED
+    from openum.protocol.reliable._nak import _MAX_ABANDONED, RECEIVE_WINDOW
 
     det = _detector()
-    gap = _MAX_ABANDONED + 100
     det.data(0, 0, False, 0)
-    det.data(gap, 0, False, 1 * MS)  # beyond the receive window: dropped until confirmed
-    det.data(gap + 1, 0, False, 1 * MS)  # sequence numbers 1..gap lost
-    while (due := det.next_deadline()) is not None and due <= 20_000 * MS:
-        det.poll(20_000 * MS)  # past the NAK generation interval: every one given up, a bounded batch a poll
-    assert det.unrecovered_tmo == gap
+    sqn, now, gaps = 0, 1 * MS, 9
+    for _ in range(gaps):  # gaps inside the receive window, each given up in full before the next
+        sqn += RECEIVE_WINDOW - 1
+        det.data(sqn, 0, False, now)
+        now += 20_000 * MS  # past the NAK generation interval
+        while (due := det.next_deadline()) is not None and due <= now:
+            det.poll(now)  # a bounded batch a poll
+    lost = gaps * (RECEIVE_WINDOW - 2)
+    assert lost > _MAX_ABANDONED
+    assert det.unrecovered_tmo == lost
     assert len(det._abandoned) == _MAX_ABANDONED
-    det.data(50, 0, True, 20_001 * MS)  # among the 100 oldest: forgotten
+    det.data(1, 0, True, now + 1)  # among the oldest: forgotten
     assert (det.late_repairs, det.duplicate_data) == (0, 1)
-    det.data(gap, 0, True, 20_002 * MS)  # the newest given up: still known
+    det.data(sqn - 1, 0, True, now + 2)  # the newest given up: still known
     assert (det.late_repairs, det.duplicate_data) == (1, 1)

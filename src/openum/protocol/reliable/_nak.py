@@ -66,10 +66,12 @@ _RX_DELAY: Final = int(NcfReason.RETRANSMIT_DELAY)
 _SHED: Final = int(NcfReason.NAK_SHED)
 _DO_NOT_RETRY: Final = int(NcfReason.DO_NOT_RETRY)
 
-#: At most this many missing datagrams are tracked at once; a gap beyond it (an outage of hundreds
-#: of thousands of datagrams, or a garbage sequence number) gives up on its oldest part at once, as
-#: window loss.  Bounds memory against remote garbage (ARCHITECTURE.md 2 rule 5).
-MAX_TRACKED_LOSSES: Final = 1 << 18
+#: At most this many missing datagrams are tracked at once; a gap beyond it (an outage of tens of
+#: thousands of datagrams, or a garbage sequence number) gives up on its oldest part at once, as
+#: window loss.  Bounds memory and the work one datagram can cause (ARCHITECTURE.md 2 rule 5): 32,768
+#: datagrams is more than UM's default transmission window holds (24 MB of datagrams of at least 768
+#: bytes), so nothing a source could still retransmit is given up early.
+MAX_TRACKED_LOSSES: Final = 1 << 15
 #: Sequence numbers given up on that a late repair may still fill (delivered, counted ``late_repairs``).
 _MAX_ABANDONED: Final = 1 << 16
 #: How far from the next expected sequence number (either way) one datagram may place itself; beyond,
