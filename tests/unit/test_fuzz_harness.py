@@ -184,3 +184,13 @@ def test_command_line_json_and_exit_status(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         main(["--target", "nope"])
     assert main(["--inputs", "-1"]) == 2
+    assert main(["--time-bound-ms", "0"]) == 2
+
+
+def test_each_target_has_its_documented_time_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    """100 ms per input, except LBT-RM/LBT-RU: NAKing a confirmed far jump is UM's protocol work."""
+    assert main(["--target", "tcp", "--target", "lbtrm", "--inputs", "1", "--json", "--quiet"]) == 0
+    bounds = {r["target"]: r["time_bound_ms"] for r in json.loads(capsys.readouterr().out)}
+    assert bounds == {"tcp": 100.0, "lbtrm": 1000.0}
+    assert main(["--target", "lbtrm", "--inputs", "1", "--time-bound-ms", "50", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["time_bound_ms"] == 50.0
