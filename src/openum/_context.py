@@ -103,6 +103,15 @@ class ContextStatistics:
     connected to its only source never sees other senders' datagrams: docs/reliable-transports.md).
     ``dgrams_dropped_test_hook``: datagrams dropped on purpose by the test-only ``OPENUM_TEST_DROP``
     hook.
+
+    What topic resolution dropped or forgot of what the network sent (docs/topic-resolution.md):
+    ``cache_entries_evicted`` (sources forgotten because the cache held
+    ``resolver_cache_maximum_entries`` sources learned from the network), ``cache_entries_expired``
+    (sources not advertised for ``resolver_cache_entry_timeout``), ``wildcard_tqrs_dropped_pattern``
+    (wildcard queries not answered: invalid pattern, unknown type, or syntax/size remote patterns may not
+    use), ``wildcard_tqrs_dropped_work`` (wildcard queries not answered: matching would pass the per-query
+    work limit), ``wildcard_match_steps`` (work spent matching remote patterns) and
+    ``tmr_records_ignored`` (topic management records that are not an attributable final advertisement).
     """
 
     tr_dgrams_sent: int
@@ -143,6 +152,12 @@ class ContextStatistics:
     lbtrm_dgrams_dropped_unknown: int
     lbtru_dgrams_dropped_unknown: int
     dgrams_dropped_test_hook: int
+    cache_entries_evicted: int
+    cache_entries_expired: int
+    wildcard_tqrs_dropped_pattern: int
+    wildcard_tqrs_dropped_work: int
+    wildcard_match_steps: int
+    tmr_records_ignored: int
 
 
 class _Child(Protocol):

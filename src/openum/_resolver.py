@@ -28,6 +28,7 @@ from openum.protocol.resolution import (
     PhaseParams,
     ReceiverSpec,
     SourceDiscovered,
+    SourceForgotten,
     SourceLeft,
     SourceSpec,
     WildcardSpec,
@@ -185,6 +186,10 @@ class ContextResolver:
                 for wrcv in list(self._wildcards.values()):
                     if wrcv.matches(event.topic):
                         wrcv._source_gone(event.info, text)
+            elif isinstance(event, SourceForgotten):
+                # The cache forgot it (expired or evicted): the delete notification balances the create;
+                # receivers that joined it stay joined until their transport ends.
+                self._call_notify(1, event.topic, self.source_string(event.info))
 
     def _call_notify(self, which: int, topic: str, source: str) -> None:
         if self._notify is None:

@@ -62,6 +62,7 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "resolver_unicast_force_alive", "resolver_unicast_interface", "resolver_unicast_keepalive_interval",
         "resolver_unicast_port", "resolver_unicast_port_high", "resolver_unicast_port_low",
         "resolver_unicast_ignore_unknown_source", "resolver_unicast_receiver_socket_buffer",
+        "resolver_cache_maximum_entries", "resolver_cache_entry_timeout",
         "source_includes_topic_index",
         # LBT-RM (6.3)
         "transport_lbtrm_datagram_max_size", "transport_lbtrm_multicast_address_high",

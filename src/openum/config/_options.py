@@ -487,6 +487,22 @@ _ROWS: Final[tuple[Option, ...]] = (
         "",
     ),
     Option(
+        "resolver_cache_maximum_entries", C, NONNEG, 100000,
+        "Sources learned from the network kept in the resolver cache at most; past it the least recently "
+        "heard is forgotten, counted as cache_entries_evicted (0: no limit).",
+        "7.1.2", unit="sources", default_from="openum",
+        note="openum's own option: UM bounds nothing (UM Concepts Guide, section 7.1.2: the cache can grow "
+        "without bound), so forged TIRs could fill memory; 100,000 sources take about 30 MB.",
+    ),
+    Option(
+        "resolver_cache_entry_timeout", C, NONNEG, 600000,
+        "A source learned from the network and not advertised for this long leaves the resolver cache, "
+        "counted as cache_entries_expired; joined receivers are not affected (0: never).",
+        "7.1.2", unit=MS, default_from="openum",
+        note="openum's own option: UM keeps UDP-resolved entries until EOS (UM Concepts Guide, section "
+        "7.1.2); 10 minutes outlasts the default 60 s sustaining phase many times over.",
+    ),
+    Option(
         "resolver_receiver_map_tablesz", C, NONNEG, 131111,
         "Hash table size (a prime) of the receiver-side resolver cache.", "7.1.2", unit=ENTRIES,
     ),

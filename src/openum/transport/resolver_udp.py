@@ -85,6 +85,8 @@ def resolver_settings(attrs: ContextAttributes, context_instance: bytes) -> Reso
         unicast_force_alive=attrs.get("resolver_unicast_force_alive"),
         unicast_ignore_unknown_source=attrs.get("resolver_unicast_ignore_unknown_source"),
         disable_udp=attrs.get("resolver_disable_udp_topic_resolution"),
+        cache_max_entries=attrs.get("resolver_cache_maximum_entries"),
+        cache_entry_timeout_ms=attrs.get("resolver_cache_entry_timeout"),
     )
 
 
@@ -282,6 +284,9 @@ class ResolverLink:
         if self._closed:
             return
         ok = self._send(self.engine.poll(self.loop.clock.now_ns()))
+        forgotten = self.engine.take_events()  # sources the resolver cache's expiry forgot
+        if forgotten:
+            self.on_events(forgotten)
         notes = self.engine.no_source_notifications()
         if notes:
             self.on_no_source(notes)

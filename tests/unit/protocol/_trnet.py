@@ -80,7 +80,9 @@ class Net:
     def step(self, now: int) -> None:
         self.now = now
         for index, eng in enumerate(self.engines):
-            for out in eng.poll(now):
+            outgoing = eng.poll(now)
+            self.events += [(index, ev) for ev in eng.take_events()]  # sources the cache forgot
+            for out in outgoing:
                 self._record(index, out)
                 if not self.deliver:
                     continue

@@ -394,6 +394,7 @@ def test_bad_wildcard_patterns_from_the_network_are_ignored(pattern: str) -> Non
     data = encode_packet(LbmrPacket(WildcardResolution((WildcardQuery(pattern),))))
     assert a.datagram_received(data, ("127.0.0.1", 1), 0) == []
     assert a.statistics().wildcard_tqrs_rcved == 1
+    assert a.statistics().wildcard_tqrs_dropped_pattern == 1  # not answered, and counted
 
 
 def test_no_initial_advertisement_starts_one_interval_later() -> None:

@@ -29,6 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from openum.protocol._rng import Rng
+from openum.protocol.resolution._pattern import (
+    MatchBudget,
+    PatternRefusedError,
+    SafePattern,
+    WorkLimitExceededError,
+    compile_remote_pattern,
+)
 from openum.protocol.resolution._ratelimit import TrRateLimiter
 from openum.protocol.resolution._schedule import DueIndex, Phase, PhaseParams, PhaseSchedule
 from openum.protocol.resolution._unicast import DaemonAddress, UnicastDaemons
@@ -60,6 +67,7 @@ from openum.wire.lbmr import (
 
 __all__ = [
     "FINAL_ADVERTISEMENT_INTERVAL_NS",
+    "WILDCARD_TQR_WORK_LIMIT",
     "EngineStatistics",
     "NoSourceNotification",
     "Outgoing",
@@ -67,6 +75,7 @@ __all__ = [
     "ResolverEngine",
     "ResolverSettings",
     "SourceDiscovered",
+    "SourceForgotten",
     "SourceKey",
     "SourceLeft",
     "SourceSpec",
@@ -80,6 +89,10 @@ NS_PER_MS: Final = 1_000_000
 FINAL_ADVERTISEMENT_INTERVAL_NS: Final = 100 * NS_PER_MS
 _TMR_FLAG_RESPONSE: Final = 0x80
 _MAX_PATTERN_CACHE: Final = 1024
+#: Matching one wildcard TQR's pattern against this context's topics takes at most this many steps (one
+#: step: one instruction of the compiled pattern tried at one character position; about 50 ms of CPU in
+#: pure Python); past it the query is not answered and counted (``wildcard_tqrs_dropped_work``).
+WILDCARD_TQR_WORK_LIMIT: Final = 500_000
 
 #: Identity of a source in the resolver cache: its transport info and topic index (and topic).
 SourceKey = tuple[str, object, int]
@@ -119,6 +132,12 @@ class ResolverSettings:
     #: context's port could otherwise inject advertisements and queries).
     unicast_ignore_unknown_source: bool = True
     disable_udp: bool = False
+    #: Sources learned from the network kept in the resolver cache at most (0: no limit); past it the
+    #: least recently heard is forgotten (``resolver_cache_maximum_entries``).
+    cache_max_entries: int = 100_000
+    #: A source learned from the network and not heard from (TIR) for this long is forgotten (0: never;
+    #: ``resolver_cache_entry_timeout``).
+    cache_entry_timeout_ms: int = 600_000
 
     @property
     def unicast(self) -> bool:
@@ -195,7 +214,19 @@ class NoSourceNotification:
     queries: int
 
 
-Event = SourceDiscovered | SourceLeft | NoSourceNotification
+@dataclass(frozen=True, slots=True)
+class SourceForgotten:
+    """The resolver cache forgot a source learned from the network: not heard from for
+    ``resolver_cache_entry_timeout`` (``expired``) or the least recently heard when the cache was full
+    (``evicted``).  Receivers that joined it stay joined (their transport says when it ends); a later
+    TIR puts it back."""
+
+    topic: str
+    info: TopicInfo
+    reason: str
+
+
+Event = SourceDiscovered | SourceLeft | NoSourceNotification | SourceForgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +245,15 @@ class EngineStatistics:
     ``own_dgrams_ignored``: our own datagrams looped back.  ``records_rate_limited``: records held back by
     a rate limit.  ``cache_entries``: sources in the resolver cache.  ``final_advertisements_sent``,
     ``final_advertisements_rcved``, ``requests_sent``, ``requests_rcved``: as named.
+    ``cache_entries_evicted``: sources forgotten because the cache held ``resolver_cache_maximum_entries``
+    sources learned from the network (the least recently heard goes).  ``cache_entries_expired``: sources
+    forgotten after ``resolver_cache_entry_timeout`` without a TIR.  ``wildcard_tqrs_dropped_pattern``:
+    wildcard queries not answered because the pattern is not valid, not of a supported type or syntax, or
+    too long (docs/topic-resolution.md).  ``wildcard_tqrs_dropped_work``: wildcard queries not answered
+    because matching their pattern against this context's topics would take more than
+    ``WILDCARD_TQR_WORK_LIMIT`` steps.  ``wildcard_match_steps``: steps spent matching remote patterns.
+    ``tmr_records_ignored``: topic management records received that are not a final advertisement this
+    context can attribute (another record type, or no source id in the datagram).
     """
 
     tr_dgrams_sent: int
@@ -242,6 +282,12 @@ class EngineStatistics:
     final_advertisements_rcved: int
     requests_sent: int
     requests_rcved: int
+    cache_entries_evicted: int
+    cache_entries_expired: int
+    wildcard_tqrs_dropped_pattern: int
+    wildcard_tqrs_dropped_work: int
+    wildcard_match_steps: int
+    tmr_records_ignored: int
 
 
 @dataclass
@@ -313,7 +359,10 @@ class ResolverEngine:
         self._cache: dict[str, dict[SourceKey, TopicInfo]] = {}
         self._finals: list[_Final] = []
         self._requests: list[int] = []
-        self._patterns: dict[tuple[str, int], re.Pattern[str] | None] = {}
+        self._patterns: dict[tuple[str, int], SafePattern | None] = {}
+        # sources learned from the network, least recently heard first: key -> when last heard (ns)
+        self._heard: dict[SourceKey, int] = {}
+        self._forgotten: list[Event] = []
         self._limits = {
             "initial_adv": TrRateLimiter(*settings.initial_advertisements),
             "sustain_adv": TrRateLimiter(*settings.sustain_advertisements),
@@ -363,7 +412,7 @@ class ResolverEngine:
         self._sources[source_id] = src
         schedule.start(now_ns, send_now=spec.initial_advertisement)
         self._sources_by_topic.setdefault(spec.topic, []).append(src)
-        return self._cache_add(info, None, local=True)
+        return self._cache_add(info, None, now_ns, local=True)
 
     def remove_source(self, source_id: int, now_ns: int) -> list[Event]:
         """Stop advertising; queue final advertisements if the source asked for them."""
@@ -432,6 +481,7 @@ class ResolverEngine:
         True when the source was in the cache (it is removed now)."""
         entries = self._cache.get(topic)
         removed = entries is not None and entries.pop(key, None) is not None
+        self._heard.pop(key, None)
         if entries is not None and not entries:
             self._cache.pop(topic, None)
         self._resume_queries(topic, now_ns)
@@ -458,15 +508,25 @@ class ResolverEngine:
         return [info for entries in self._cache.values() for info in entries.values()]
 
     def _cache_add(
-        self, info: TopicInfo, sender: DaemonAddress | None, *, local: bool = False
+        self, info: TopicInfo, sender: DaemonAddress | None, now_ns: int, *, local: bool = False
     ) -> list[Event]:
-        entries = self._cache.setdefault(info.topic, {})
         key = source_key(info)
-        if key in entries:
+        entries = self._cache.get(info.topic)
+        if entries is not None and key in entries:
             entries[key] = info  # keep the latest options (late-join ranges, ...)
+            if key in self._heard:  # heard again: now the most recently heard
+                del self._heard[key]
+                self._heard[key] = now_ns
             return []
+        events: list[Event] = []
+        if not local:
+            limit = self.settings.cache_max_entries
+            while limit and len(self._heard) >= limit:
+                events.append(self._forget_oldest("evicted"))
+            self._heard[key] = now_ns
+        entries = self._cache.setdefault(info.topic, {})
         entries[key] = info
-        events: list[Event] = [SourceDiscovered(info.topic, info, sender, local)]
+        events.append(SourceDiscovered(info.topic, info, sender, local))
         known = len(entries)
         for rcv in self._receivers_by_topic.get(info.topic, []):
             rcv.queries_unanswered = 0
@@ -474,9 +534,44 @@ class ResolverEngine:
                 rcv.schedule.stop()  # seed 8.1.5: enough sources known, stop querying
         return events
 
+    def _forget_oldest(self, reason: str) -> SourceForgotten:
+        """Forget the least recently heard source learned from the network (counted by ``reason``)."""
+        key = next(iter(self._heard))
+        del self._heard[key]
+        topic = key[0]
+        entries = self._cache[topic]
+        info = entries.pop(key)
+        if not entries:
+            del self._cache[topic]
+        self._counters.add(f"cache_entries_{reason}")
+        return SourceForgotten(topic, info, reason)
+
+    def _expire(self, now_ns: int) -> None:
+        """Forget the sources not heard from for ``cache_entry_timeout_ms`` (the oldest first: each
+        entry costs O(1), once)."""
+        timeout = self.settings.cache_entry_timeout_ms * NS_PER_MS
+        if not timeout:
+            return
+        heard = self._heard
+        while heard and now_ns - heard[next(iter(heard))] >= timeout:
+            self._forgotten.append(self._forget_oldest("expired"))
+
+    def _next_expiry(self) -> int | None:
+        timeout = self.settings.cache_entry_timeout_ms * NS_PER_MS
+        if not timeout or not self._heard:
+            return None
+        return self._heard[next(iter(self._heard))] + timeout
+
+    def take_events(self) -> list[Event]:
+        """Events that :meth:`poll` produced (sources forgotten by the cache's expiry) since the last call."""
+        events, self._forgotten = self._forgotten, []
+        return events
+
     def _cache_remove(self, info: TopicInfo) -> bool:
         entries = self._cache.get(info.topic)
-        if entries is None or entries.pop(source_key(info), None) is None:
+        key = source_key(info)
+        self._heard.pop(key, None)
+        if entries is None or entries.pop(key, None) is None:
             return False
         if not entries:
             self._cache.pop(info.topic, None)
@@ -547,7 +642,7 @@ class ResolverEngine:
                     self._answer_pattern(query, now_ns)
             for info in body.infos:
                 self._counters.add("tirs_rcved")
-                events += self._cache_add(info, sender)
+                events += self._cache_add(info, sender, now_ns)
         elif isinstance(body, ResolverKeepalive | ReceiverAlive | SourceAlive):
             self._counters.add("keepalives_rcved")
         elif isinstance(body, TopicResolutionRequest):
@@ -562,6 +657,7 @@ class ResolverEngine:
         events: list[Event] = []
         for record in body.records:
             if record.type != TMR_LEAVE or sender_id is None:
+                self._counters.add("tmr_records_ignored")
                 continue
             self._counters.add("final_advertisements_rcved")
             for info in list(self._cache.get(record.topic, {}).values()):
@@ -576,21 +672,35 @@ class ResolverEngine:
             self._answer(src, now_ns)
 
     def _answer_pattern(self, query: WildcardQuery, now_ns: int) -> None:
+        """Answer a remote pattern with bounded cost: compiled by :func:`compile_remote_pattern` (refused
+        outside the supported syntax), matched within :data:`WILDCARD_TQR_WORK_LIMIT` steps; a query that
+        is refused or runs out of steps is not answered at all, and counted."""
         key = (query.pattern, query.pattern_type)
         if key not in self._patterns:
             if len(self._patterns) >= _MAX_PATTERN_CACHE:
                 self._patterns.clear()
-            try:
-                self._patterns[key] = compile_pattern(query.pattern, query.pattern_type)
-            except (re.error, ValueError):
-                self._patterns[key] = None
-        regex = self._patterns[key]
-        if regex is None:
+            compiled: SafePattern | None = None
+            if query.pattern_type in (PATTERN_PCRE, PATTERN_REGEX):
+                try:
+                    compiled = compile_remote_pattern(query.pattern)
+                except PatternRefusedError:
+                    pass
+            self._patterns[key] = compiled
+        matcher = self._patterns[key]
+        if matcher is None:
+            self._counters.add("wildcard_tqrs_dropped_pattern")
             return
-        for topic, sources in self._sources_by_topic.items():
-            if regex.search(topic):
-                for src in sources:
-                    self._answer(src, now_ns)
+        budget = MatchBudget(WILDCARD_TQR_WORK_LIMIT)
+        try:
+            matched = [topic for topic in self._sources_by_topic if matcher.search(topic, budget)]
+        except WorkLimitExceededError:
+            self._counters.add("wildcard_tqrs_dropped_work")
+            return
+        finally:
+            self._counters.add("wildcard_match_steps", budget.used)
+        for topic in matched:
+            for src in self._sources_by_topic[topic]:
+                self._answer(src, now_ns)
 
     def _answer(self, src: _Source, now_ns: int) -> None:
         """A query for this source's topic: answer it, and run another sustaining phase (seed 8.1.5)."""
@@ -618,6 +728,7 @@ class ResolverEngine:
 
     def poll(self, now_ns: int) -> list[Outgoing]:
         """Every datagram due at ``now_ns``; advances the schedules of what it sends."""
+        self._expire(now_ns)
         if self.settings.disable_udp:
             return []
         self._retry_ns = None
@@ -772,6 +883,9 @@ class ResolverEngine:
             if sched.next_ns is not None:
                 times.append(sched.next_ns)
         times += [f.due_ns for f in self._finals]
+        expiry = self._next_expiry()
+        if expiry is not None:
+            times.append(expiry)
         if self._requests:
             times.append(0)
         if self._retry_ns is not None and self._last_poll_ns is not None:
@@ -819,6 +933,12 @@ class ResolverEngine:
             final_advertisements_rcved=c.get("final_advertisements_rcved"),
             requests_sent=c.get("requests_sent"),
             requests_rcved=c.get("requests_rcved"),
+            cache_entries_evicted=c.get("cache_entries_evicted"),
+            cache_entries_expired=c.get("cache_entries_expired"),
+            wildcard_tqrs_dropped_pattern=c.get("wildcard_tqrs_dropped_pattern"),
+            wildcard_tqrs_dropped_work=c.get("wildcard_tqrs_dropped_work"),
+            wildcard_match_steps=c.get("wildcard_match_steps"),
+            tmr_records_ignored=c.get("tmr_records_ignored"),
         )
 
 
