@@ -475,3 +475,53 @@ def test_logfile_receives_the_log_and_rolls_over_by_size(
     assert not (tmp_path / "lbmrd.log.3").exists()
     assert daemon.stop() == 0
     assert "statistics:" in logfile.read_text()
+
+
+# ---- strangers (issue 23, item 4): a bounded client table, bounded amplification
+
+
+def _statistics(daemon: LbmrdProcess, *wanted: str) -> str:
+    """The daemon's statistics line (SIGUSR1) once it contains every string of ``wanted``."""
+    line = ""
+
+    def logged() -> bool:
+        nonlocal line
+        daemon.proc.send_signal(signal.SIGUSR1)
+        line = daemon.wait_for(r"statistics: received \d+ datagrams").string
+        return all(w in line for w in wanted)
+
+    assert wait_until(logged, 20), f"statistics never showed {wanted}: {line}"
+    return line
+
+
+def _drain(client: UdpClient) -> list[bytes]:
+    """What is waiting in ``client``'s socket now (the daemon logged its statistics after sending it)."""
+    got = []
+    client.sock.setblocking(False)
+    try:
+        while True:
+            got.append(client.sock.recv(65535))
+    except BlockingIOError:
+        pass
+    finally:
+        client.sock.setblocking(True)
+    return got
+
+
+def test_two_hundred_senders_from_one_host_get_at_most_64_clients_and_a_tir_at_most_63_copies(
+    lbmrd: Starter, clients: Callable[[str], UdpClient]
+) -> None:
+    daemon = lbmrd()
+    senders = [clients("127.0.0.1") for _ in range(200)]
+    for sender in senders:
+        sender.send(KEEPALIVE, daemon.address)
+    line = _statistics(daemon, "received 200 datagrams")
+    assert "clients 64 active (64 added" in line and "host limit 136)" in line
+    accepted = [s for s in senders if _drain(s) == [KEEPALIVE]]  # only clients are answered
+    assert len(accepted) == 64
+    accepted[0].send(tir("127.0.0.1", 14371), daemon.address)
+    line = _statistics(daemon, "received 201 datagrams")
+    assert "forwarded 63 (" in line
+    copies = {s.name: _drain(s) for s in senders if s is not accepted[0]}
+    assert sum(len(c) for c in copies.values()) == 63
+    assert all(copies[s.name] == [tir("127.0.0.1", 14371)] for s in accepted[1:])

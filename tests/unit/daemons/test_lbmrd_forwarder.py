@@ -265,7 +265,13 @@ def test_every_counter_moves() -> None:
     own = ("10.1.1.50", 15380)
     config = parse_config_text(NAT_XML, "nat.xml")
     fwd = Forwarder(
-        ttl_ns=2 * S, activity_ns=S, domains=config.domains, transforms=config.transforms, own_address=own
+        ttl_ns=2 * S,
+        activity_ns=S,
+        domains=config.domains,
+        transforms=config.transforms,
+        own_address=own,
+        max_clients=4,
+        max_clients_per_host=1,
     )
     first = fwd.statistics()
     snaps = []
@@ -282,6 +288,9 @@ def test_every_counter_moves() -> None:
     fwd.datagram_received(b"junk", NYC_SRC, MS)  # malformed
     fwd.datagram_received(tqr("Orders"), own, MS)  # a forged sender: the daemon's own address
     fwd.send_failed(NJC_RCV, OSError(105, "No buffer space available"), MS)
+    fwd.datagram_received(KEEPALIVE, ("10.1.1.50", 9), MS)  # a second client on NYC_SRC's host: refused
+    fwd.datagram_received(KEEPALIVE, ("10.9.9.9", 1), MS)  # the fourth client
+    fwd.datagram_received(KEEPALIVE, ("10.9.9.10", 1), MS)  # a fifth: the table is full
     look()
     fwd.datagram_received(KEEPALIVE, NYC_RCV, 3 * S)
     fwd.poll(3 * S)  # the silent clients are removed

@@ -13,7 +13,13 @@ the time, and returns what to send where; it never touches a socket or a clock (
   management, context-name and gateway messages) goes to every other client in the table, never back
   to its sender; lbmrd keeps no topic state (seed 8.1.9);
 - :meth:`Forwarder.scan`, due every ``activity``, removes clients nothing was received from for
-  ``ttl`` (seed §15.1);
+  ``ttl`` (seed §15.1), keepalive senders included once their keepalives stop;
+- the table is bounded, since any UDP sender can become a client and every client multiplies each TIR
+  and TQR: at most ``max_clients`` clients in all (:data:`DEFAULT_MAX_CLIENTS`) and
+  ``max_clients_per_host`` from one IP address (:data:`DEFAULT_MAX_CLIENTS_PER_HOST`); a new sender
+  past either limit does not become a client, and its datagrams are neither forwarded nor answered
+  (counted: ``dgrams_dropped_table_full``, ``dgrams_dropped_host_limit``).  One datagram so becomes at
+  most ``max_clients - 1`` copies;
 - NAT (seed 8.1.10-11, §16.1.2-9): clients are sorted into ``<domain>``s by source address (the most
   specific network wins; document order breaks ties).  A copy of a datagram carrying TIRs that goes
   from a client in domain S to a client in domain D has each TIR's transport address and port
@@ -54,13 +60,29 @@ from openum.wire.lbmr import (
     encode_packet,
 )
 
-__all__ = ["NS_PER_MS", "NS_PER_S", "Address", "Client", "Forwarder", "ForwarderStatistics"]
+__all__ = [
+    "DEFAULT_MAX_CLIENTS",
+    "DEFAULT_MAX_CLIENTS_PER_HOST",
+    "NS_PER_MS",
+    "NS_PER_S",
+    "Address",
+    "Client",
+    "Forwarder",
+    "ForwarderStatistics",
+]
 
 NS_PER_MS: Final = 1_000_000
 NS_PER_S: Final = 1_000_000_000
 
 #: A UDP endpoint: (IPv4 address, port).
 Address = tuple[str, int]
+
+#: Clients in the table at most: one per context using this lbmrd (a context has one unicast resolver
+#: port), so a deployment of a thousand application contexts fits; one datagram becomes at most this many
+#: copies, less one.
+DEFAULT_MAX_CLIENTS: Final = 1024
+#: Clients from one IP address at most: the contexts of one host (each UM application has one or a few).
+DEFAULT_MAX_CLIENTS_PER_HOST: Final = 64
 
 #: At most one warning per this many ns for floods of malformed datagrams or failed sends.
 _WARN_INTERVAL_NS: Final = 10 * NS_PER_S
@@ -134,6 +156,12 @@ class ForwarderStatistics:
     sender (the daemon never sends to itself), which would otherwise make it a client of itself."""
     dgrams_dropped_send: int = 0
     """Copies the socket refused (reported by the I/O driver through :meth:`Forwarder.send_failed`)."""
+    dgrams_dropped_table_full: int = 0
+    """Datagrams from a new sender dropped (not forwarded, not answered, no client made) because the
+    table held ``max_clients`` clients."""
+    dgrams_dropped_host_limit: int = 0
+    """Datagrams from a new sender dropped because its IP address already had ``max_clients_per_host``
+    clients."""
     clients_added: int = 0
     """Clients that entered the table."""
     clients_removed: int = 0
@@ -143,14 +171,21 @@ class ForwarderStatistics:
 
     def summary(self) -> str:
         """One line for the log: received, forwarded, dropped by reason, clients."""
-        dropped = self.dgrams_dropped_malformed + self.dgrams_dropped_self + self.dgrams_dropped_send
+        dropped = (
+            self.dgrams_dropped_malformed
+            + self.dgrams_dropped_self
+            + self.dgrams_dropped_send
+            + self.dgrams_dropped_table_full
+            + self.dgrams_dropped_host_limit
+        )
         return (
             f"received {self.dgrams_received} datagrams ({self.tr_dgrams_received} TIR/TQR, "
             f"{self.keepalives_received} keepalive, {self.other_dgrams_received} other; "
             f"{self.bytes_received} bytes), forwarded {self.dgrams_forwarded} ({self.dgrams_rewritten} "
             f"NAT-rewritten, {self.tirs_rewritten} TIRs; {self.bytes_forwarded} bytes), dropped {dropped} "
             f"(malformed {self.dgrams_dropped_malformed}, own address {self.dgrams_dropped_self}, "
-            f"send failed {self.dgrams_dropped_send}), "
+            f"send failed {self.dgrams_dropped_send}, table full {self.dgrams_dropped_table_full}, "
+            f"host limit {self.dgrams_dropped_host_limit}), "
             f"clients {self.clients_active} active ({self.clients_added} added, "
             f"{self.clients_removed} removed as dead)"
         )
@@ -196,7 +231,8 @@ class Forwarder:
     """lbmrd's client table, forwarding and NAT rewriting; time is passed in (``now_ns``).
 
     ``own_address`` is where the daemon listens: datagrams claiming to come from it are dropped, so a
-    misconfiguration cannot make the daemon forward to itself.
+    misconfiguration cannot make the daemon forward to itself.  ``max_clients`` and
+    ``max_clients_per_host`` bound the client table (0: no bound).
     """
 
     def __init__(
@@ -209,9 +245,20 @@ class Forwarder:
         own_address: Address | None = None,
         start_ns: int = 0,
         log: logging.Logger | None = None,
+        max_clients: int = DEFAULT_MAX_CLIENTS,
+        max_clients_per_host: int = DEFAULT_MAX_CLIENTS_PER_HOST,
     ) -> None:
         if ttl_ns <= 0 or activity_ns <= 0:
             raise ValueError(f"ttl_ns and activity_ns must be positive, got {ttl_ns} and {activity_ns}")
+        if max_clients < 0 or max_clients_per_host < 0:
+            raise ValueError(
+                f"max_clients and max_clients_per_host must be 0 (no limit) or more, got {max_clients} "
+                f"and {max_clients_per_host}"
+            )
+        self.max_clients = max_clients
+        self.max_clients_per_host = max_clients_per_host
+        self._per_host: dict[str, int] = {}
+        self._warn_limit = _RateLimitedWarning(log if log is not None else logging.getLogger("openum.lbmrd"))
         self.ttl_ns = ttl_ns
         self.activity_ns = activity_ns
         self._own = own_address
@@ -265,9 +312,26 @@ class Forwarder:
                 return name
         return None
 
-    def _touch(self, addr: Address, now_ns: int) -> _ClientState:
+    def _touch(self, addr: Address, now_ns: int) -> _ClientState | None:
+        """The client ``addr`` (refreshed), made now if new; None: a new sender past a limit (counted)."""
         client = self._clients.get(addr)
         if client is None:
+            if self.max_clients and len(self._clients) >= self.max_clients:
+                self._count("dgrams_dropped_table_full")
+                self._warn_limit(
+                    now_ns, f"{addr[0]}:{addr[1]} not added: the table is full ({self.max_clients} clients)"
+                )
+                return None
+            on_host = self._per_host.get(addr[0], 0)
+            if self.max_clients_per_host and on_host >= self.max_clients_per_host:
+                self._count("dgrams_dropped_host_limit")
+                self._warn_limit(
+                    now_ns,
+                    f"{addr[0]}:{addr[1]} not added: {addr[0]} has {on_host} clients "
+                    f"(at most {self.max_clients_per_host} per host)",
+                )
+                return None
+            self._per_host[addr[0]] = on_host + 1
             client = _ClientState(addr[0], addr[1], self.domain_of(addr[0]), now_ns)
             self._clients[addr] = client
             self._count("clients_added")
@@ -282,6 +346,11 @@ class Forwarder:
         dead = [c for c in self._clients.values() if now_ns - c.last_seen_ns >= self.ttl_ns]
         for c in dead:
             del self._clients[(c.address, c.port)]
+            left = self._per_host[c.address] - 1
+            if left:
+                self._per_host[c.address] = left
+            else:
+                del self._per_host[c.address]
             self._count("clients_removed")
             self._log.info(
                 "client %s:%d removed: nothing received for %.3f s (ttl %g s); %d active",
@@ -321,6 +390,8 @@ class Forwarder:
             )
             return []
         sender = self._touch(addr, now_ns)
+        if sender is None:
+            return []
         body = packet.body
         if isinstance(body, _KEEPALIVES):
             self._count("keepalives_received")
