@@ -21,10 +21,7 @@ CI_INPUTS = {"resolver": 400, "lbtrm": 1000, "lbtru": 1000, "tcp": 2000, "lbmrd"
 CI_TIME_BOUND_MS = 500.0
 
 #: Targets that today's code fails, with the finding; the lead removes a mark once its fix lands.
-KNOWN: dict[str, str] = {
-    "resolver": "issue 23 item 2: a remote wildcard pattern is compiled by Python's re, which warns "
-    "(FutureWarning 'Possible nested set') on some patterns: an exception under -W error",
-}
+KNOWN: dict[str, str] = {}  # targets that fail today, with the reason (none)
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))

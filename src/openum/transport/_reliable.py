@@ -330,7 +330,8 @@ class ReliableSourceStatistics:
     session messages, rate controller).  The rest counts LBMC traffic handed to the session:
     ``msgs_sent``/``bytes_sent`` (application messages and bytes), ``datagrams_sent`` (batches
     flushed), ``fragments_sent``, ``tsnis_sent``, ``blocked`` (sends that waited or raised
-    ``WouldBlock``), ``blocked_ns`` (time blocking sends spent waiting), ``send_buffer_full`` (datagrams the socket refused because its buffer was full:
+    ``WouldBlock``), ``blocked_ns`` (time blocking sends spent waiting), ``send_buffer_full``
+    (datagrams the socket refused because its buffer was full:
     lost on the wire, repaired by NAKs), ``backlog`` (datagrams waiting for the rate controller now)
     and ``bytes_buffered`` (their bytes; UM's TCP name).
     """
