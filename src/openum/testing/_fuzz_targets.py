@@ -292,10 +292,10 @@ _PATTERNS: Final = (r"^Market/US/.*", r"Orders/.*/IBM$", r"^(Market|Orders)/EU/[
 def _transport(rng: random.Random, i: int) -> Any:
     kind = rng.randrange(3)
     if kind == 0:
-        return TcpTransport("10.0.0.2", 14371 + i % 20, 0x1000 + i)
+        return TcpTransport("127.0.0.2", 14371 + i % 20, 0x1000 + i)
     if kind == 1:
-        return LbtruTransport("10.0.0.2", 14380 + i % 10, 0x2000 + i)
-    return LbtrmTransport("10.0.0.2", "224.10.10.10", 0x3000 + i, 14400, 14390 + i % 10)
+        return LbtruTransport("127.0.0.2", 14380 + i % 10, 0x2000 + i)
+    return LbtrmTransport("127.0.0.2", "224.10.10.10", 0x3000 + i, 14400, 14390 + i % 10)
 
 
 class ResolverTarget(FuzzTarget):
@@ -356,7 +356,9 @@ class ResolverTarget(FuzzTarget):
     def reset(self) -> None:
         engine = ResolverEngine(ResolverSettings(context_instance=b"\x01" * 8), random.Random(1))
         for i, topic in enumerate(_TOPICS[::2]):
-            engine.add_source(i + 1, SourceSpec(topic, TcpTransport("10.0.0.1", 14371, 0x99), i + 1, _ADV), 0)
+            engine.add_source(
+                i + 1, SourceSpec(topic, TcpTransport("127.0.0.1", 14371, 0x99), i + 1, _ADV), 0
+            )
         for i, topic in enumerate(_TOPICS[1::3]):
             engine.add_receiver(i + 1, ReceiverSpec(topic, _QRY), 0)
         engine.add_wildcard(1, WildcardSpec(r"^Orders/.*", PATTERN_PCRE, _WC), 0)
@@ -386,10 +388,10 @@ class ResolverTarget(FuzzTarget):
 # --- LBT-RM and LBT-RU ------------------------------------------------------------------------------
 
 _RM_SID: Final = 0x1A2B3C4D
-_RM_SOURCE: Final = ("10.0.0.1", 14390)
+_RM_SOURCE: Final = ("127.0.0.1", 14390)
 _RU_SID: Final = 0x0BADCAFE
-_RU_SOURCE: Final = ("10.0.0.1", 14380)
-_RU_RECEIVER: Final = ("10.0.0.2", 14360)
+_RU_SOURCE: Final = ("127.0.0.1", 14380)
+_RU_RECEIVER: Final = ("127.0.0.2", 14360)
 
 
 def _rate() -> RateController:
@@ -434,8 +436,9 @@ class _ReliableTarget(FuzzTarget):
     def _source_deadline(self) -> int | None: ...
 
     @property
+    @abc.abstractmethod
     def sender(self) -> tuple[str, int]:
-        raise NotImplementedError
+        """The source's address: what every datagram fed to the receiving session comes from."""
 
     def reset(self) -> None:
         self.clock = self.loop.clock = ManualClock()  # every input starts at time 0
@@ -527,7 +530,7 @@ class RmTarget(_ReliableTarget):
 
     def _source_receive(self, data: bytes, now_ns: int) -> int:
         assert self.source is not None
-        return len(self.source.datagram_received(data, ("10.0.0.2", 14400), now_ns))
+        return len(self.source.datagram_received(data, ("127.0.0.2", 14400), now_ns))
 
     def _source_poll(self, now_ns: int) -> int:
         assert self.source is not None

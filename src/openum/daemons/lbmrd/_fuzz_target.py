@@ -19,7 +19,7 @@ __all__ = ["LbmrdTarget"]
 
 # --- lbmrd ----------------------------------------------------------------------------------------------
 
-_CLIENTS: Final = (("10.1.0.5", 14402), ("10.1.0.6", 14402), ("192.168.7.9", 14402), ("192.168.7.9", 15000))
+_CLIENTS: Final = (("127.1.0.5", 14402), ("127.1.0.6", 14402), ("127.168.7.9", 14402), ("127.168.7.9", 15000))
 
 
 class LbmrdTarget(FuzzTarget):
@@ -39,13 +39,13 @@ class LbmrdTarget(FuzzTarget):
         return [bytes([rng.randrange(len(_CLIENTS))]) + d for d in self._resolver.trace(rng)]
 
     def reset(self) -> None:
-        inside = Domain("inside", (ipaddress.IPv4Network("10.0.0.0/8"),))
-        outside = Domain("outside", (ipaddress.IPv4Network("192.168.0.0/16"),))
-        rule = Rule(Endpoint("10.0.0.2", None), Endpoint("192.168.1.1", None))
+        inside = Domain("inside", (ipaddress.IPv4Network("127.0.0.0/9"),))
+        outside = Domain("outside", (ipaddress.IPv4Network("127.128.0.0/9"),))
+        rule = Rule(Endpoint("127.0.0.2", None), Endpoint("127.168.1.1", None))
         self.forwarder = Forwarder(
             domains=(inside, outside),
             transforms=(Transform("inside", "outside", (rule,)),),
-            own_address=("10.1.0.1", 15380),
+            own_address=("127.1.0.1", 15380),
             log=LOG,
         )
         self.work = 0
@@ -57,7 +57,7 @@ class LbmrdTarget(FuzzTarget):
         sender = (
             _CLIENTS[data[0] % len(_CLIENTS)]
             if data[0] < 0x80
-            else (f"10.9.{data[0] & 7}.{data[0] >> 3 & 15}", 14402)
+            else (f"127.9.{data[0] & 7}.{data[0] >> 3 & 15}", 14402)
         )
         self.work += len(self.forwarder.datagram_received(data[1:], sender, now_ns))
 
