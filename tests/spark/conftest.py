@@ -8,7 +8,10 @@ resolver and transport ports (``ports``), passed to the data source as ``option.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import subprocess
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,3 +80,25 @@ def um_options(ports: Ports) -> dict[str, str]:
 def workdir(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (e.g. ``"192k"``) mounted at ``where/tmpfs``, unmounted afterwards: a disk
+    that fills up.  Skips the test when not root or when mounting fails."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs (a disk that fills up) needs root")
+    mnt = where / "tmpfs"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

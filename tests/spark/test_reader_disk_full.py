@@ -9,8 +9,6 @@ reading that takes effect.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from openum.spark._options import parse_read_options
 from openum.spark._spool import Spool, SpoolDiskFullError, decode_records
 from tests.helpers import wait_until
 from tests.integration.pubsub import Ports, SourceEvents
-from tests.spark.conftest import um_options
+from tests.spark.conftest import mounted_tmpfs, um_options
 
 pytest.importorskip("pyspark", reason="the stream reader is a PySpark data source: needs pyspark")
 pytest.importorskip("pyarrow", reason="the stream reader needs pyarrow")
@@ -34,22 +32,8 @@ WAIT = 30.0  # a deadline only
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs of its own, unmounted afterwards (needs root)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs (a disk that fills up) needs root")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "256k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def status(spool_dir: Path) -> dict[str, Any]:

@@ -18,7 +18,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from openum.spark._spool import (
     stream_key,
 )
 from openum.spark._spool_format import RECORD_HEADER, SEGMENT_HEADER
+from tests.spark.conftest import mounted_tmpfs
 
 SOURCE = "TCP:127.0.0.1:1:2[0]"
 KEY = stream_key("t", SOURCE)
@@ -222,22 +222,8 @@ def test_an_unreadable_index_is_refused_with_what_to_do(tmp_path: Path) -> None:
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 192 KiB tmpfs of its own, unmounted afterwards (needs root)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs (a disk that fills up) needs root")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(mnt)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "192k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=True)
 
 
 def test_a_full_disk_loses_nothing_acknowledged_and_says_so(small_tmpfs: Path) -> None:
