@@ -304,6 +304,43 @@ def test_a_silent_client_is_dropped_after_ttl_and_a_keepalive_client_is_kept(
     silent.assert_nothing()
 
 
+# ---- the bounded client table, set from the command line
+
+
+def test_max_clients_flags_bound_the_table_and_the_daemon_says_so(
+    lbmrd: Starter, clients: Callable[[str], UdpClient]
+) -> None:
+    daemon = lbmrd("--max-clients", "3", "--max-clients-per-host", "2")
+    assert any("clients at most 3 (2 per host)" in line for line in daemon.lines)
+    a, b = clients("127.0.0.1"), clients("127.0.0.1")
+    register(daemon, a, b)
+    third_on_host = clients("127.0.0.1")
+    third_on_host.send(tir("127.0.0.1", 14371), daemon.address)
+    daemon.wait_for(
+        rf"{re.escape(third_on_host.name)} not added: 127\.0\.0\.1 has 2 clients \(at most 2 per host\)"
+    )
+    c = clients("127.0.3.1")
+    register(daemon, c)  # the third client in all, from another host
+    fourth = clients("127.0.4.1")
+    fourth.send(tir("127.0.4.1", 14372), daemon.address)
+    _statistics(daemon, "table full 1,", "host limit 1)", "clients 3 active")  # warnings are rate-limited
+    for member in (a, b, c):
+        member.assert_nothing(0.2)  # neither stranger's TIR was forwarded
+    # a member's TIR still reaches the other members, and not the strangers
+    a.send(tir("127.0.0.1", 14373), daemon.address)
+    assert b.recv()[0] == c.recv()[0] == tir("127.0.0.1", 14373)
+    third_on_host.assert_nothing(0.2)
+    fourth.assert_nothing(0.2)
+
+
+def test_max_clients_zero_means_no_limit(lbmrd: Starter, clients: Callable[[str], UdpClient]) -> None:
+    daemon = lbmrd("--max-clients", "0", "--max-clients-per-host", "0")
+    assert any("clients at most unlimited (unlimited per host)" in line for line in daemon.lines)
+    members = [clients("127.0.0.1") for _ in range(70)]  # more than the default 64 per host
+    register(daemon, *members)
+    assert not any("not added" in line for line in daemon.lines)
+
+
 # ---- NAT (spec 06 C.3 NAT acceptance test, on 127.0.1.x / 127.0.2.x)
 
 
@@ -366,6 +403,18 @@ def test_dump_config_merges_the_command_line_over_the_file(tmp_path: Path) -> No
     assert "<port>12345</port> <!-- command line -->" in proc.stdout
     assert f"<ttl>30</ttl> <!-- seconds; {config}:3 -->" in proc.stdout
     assert '<match address="127.0.1.10" port="*"/>' in proc.stdout
+    assert "<!-- clients at most: 1024 (default;" in proc.stdout
+    proc = run_lbmrd("--dump-config", "--max-clients-per-host", "0")
+    assert "<!-- clients per host at most: 0 (no limit) (command line;" in proc.stdout
+
+
+def test_max_clients_flags_refuse_what_is_not_a_count() -> None:
+    proc = run_lbmrd("-v", "--max-clients", "-1")
+    assert proc.returncode == 2
+    assert (
+        "argument --max-clients: max-clients '-1' is not an integer; allowed: an integer from 0 (no limit)"
+        in (proc.stderr)
+    )
 
 
 @pytest.mark.parametrize(

@@ -494,6 +494,8 @@ class ReliableSourceSession(SourceSessionBase):
         events: list[SourceEvent] = []
         sock: socket.socket = self.sock if clientd is None else clientd
         with self.lock:
+            if self.closed:  # the engine said its last word (LBT-RU: the RST); a late NAK gets no answer
+                return
             for _ in range(MAX_DRAIN):
                 try:
                     data, addr = sock.recvfrom(RECV_SIZE)

@@ -30,7 +30,13 @@ from typing import Final
 from openum._errors import ConfigError
 from openum._version import __version__
 from openum.daemons.lbmrd._config import DTD, LbmrdConfig, parse_config_file
-from openum.daemons.lbmrd._forwarder import NS_PER_MS, NS_PER_S, Forwarder
+from openum.daemons.lbmrd._forwarder import (
+    DEFAULT_MAX_CLIENTS,
+    DEFAULT_MAX_CLIENTS_PER_HOST,
+    NS_PER_MS,
+    NS_PER_S,
+    Forwarder,
+)
 from openum.daemons.lbmrd._interface import InterfaceError, resolve_interface
 from openum.daemons.lbmrd._settings import Settings, effective_settings, render_config
 from openum.daemons.lbmrd._values import (
@@ -39,6 +45,7 @@ from openum.daemons.lbmrd._values import (
     DEFAULT_SOCKET_BUFFER,
     DEFAULT_TTL_S,
     parse_interface,
+    parse_limit,
     parse_log,
     parse_port,
     parse_positive,
@@ -160,6 +167,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"send socket buffer, bytes (default {DEFAULT_SOCKET_BUFFER})",
     )
     parser.add_argument(
+        "--max-clients",
+        metavar="N",
+        type=_arg(lambda t: parse_limit(t, "max-clients"), "max-clients"),
+        help="clients in the table at most; a new sender past it is neither forwarded nor answered, "
+        f"and counted (0: no limit; default {DEFAULT_MAX_CLIENTS})",
+    )
+    parser.add_argument(
+        "--max-clients-per-host",
+        metavar="N",
+        type=_arg(lambda t: parse_limit(t, "max-clients-per-host"), "max-clients-per-host"),
+        help=f"clients from one IP address at most (0: no limit; default {DEFAULT_MAX_CLIENTS_PER_HOST})",
+    )
+    parser.add_argument(
         "--log-max-bytes",
         metavar="N",
         type=_non_negative,
@@ -190,6 +210,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object | None]:
         "log": args.logfile,
         "receiver_socket_buffer": args.rcv_buf,
         "send_socket_buffer": args.snd_buf,
+        "max_clients": args.max_clients,
+        "max_clients_per_host": args.max_clients_per_host,
     }
 
 
@@ -282,8 +304,14 @@ def serve(
             fatal(f"cannot bind UDP {address}:{settings.port}: {exc.strerror or exc} (errno {exc.errno})")
             return EXIT_BIND
         with sock:
-            _log_start(log, settings, config, address, granted)
-            return _loop(sock, settings, config, (address, settings.port), log)
+            return _loop(
+                sock,
+                settings,
+                config,
+                (address, settings.port),
+                log,
+                announce=lambda: _log_start(log, settings, config, address, granted),
+            )
     finally:
         log.removeHandler(handler)
         handler.close()
@@ -315,7 +343,7 @@ def _log_start(
     log.info(
         "openum lbmrd %s (UMResolver daemon) started: listening on %s:%d (interface %s, %s), ttl %d s, "
         "activity %d ms, config %s, receive buffer %d bytes (granted %d), send buffer %d bytes (granted %d), "
-        "pid %d",
+        "clients at most %s (%s per host), pid %d",
         __version__,
         address,
         settings.port,
@@ -328,6 +356,8 @@ def _log_start(
         granted[0],
         settings.send_socket_buffer,
         granted[1],
+        settings.max_clients or "unlimited",
+        settings.max_clients_per_host or "unlimited",
         os.getpid(),
     )
     for warning in config.warnings if config else ():
@@ -354,7 +384,10 @@ def _loop(
     config: LbmrdConfig | None,
     own: tuple[str, int],
     log: logging.Logger,
+    announce: Callable[[], None],
 ) -> int:
+    """Forward until SIGTERM/SIGINT.  ``announce`` logs the start-up line once the signal handlers are
+    in place: whoever waits for that line may signal the daemon at once (SIGUSR1 would kill it before)."""
     clock = MonotonicClock()
     forwarder = Forwarder(
         ttl_ns=settings.ttl * NS_PER_S,
@@ -364,6 +397,8 @@ def _loop(
         own_address=own,
         start_ns=clock.now_ns(),
         log=log,
+        max_clients=settings.max_clients,
+        max_clients_per_host=settings.max_clients_per_host,
     )
     received: list[int] = []  # signals, in order
 
@@ -375,6 +410,7 @@ def _loop(
     wake_r.setblocking(False)
     wake_w.setblocking(False)
     restore = _install_signals(on_signal, wake_w, log)
+    announce()
     try:
         with selectors.DefaultSelector() as sel, wake_r, wake_w:
             sel.register(sock, selectors.EVENT_READ, "udp")

@@ -15,6 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from openum._version import __version__
 from openum.daemons.lbmrd._config import DAEMON_FIELDS, LbmrdConfig
+from openum.daemons.lbmrd._forwarder import DEFAULT_MAX_CLIENTS, DEFAULT_MAX_CLIENTS_PER_HOST
 from openum.daemons.lbmrd._values import (
     DEFAULT_ACTIVITY_MS,
     DEFAULT_INTERFACE,
@@ -36,6 +37,12 @@ _DEFAULTS: Final[Mapping[str, object]] = {
     "log": None,
     "receiver_socket_buffer": DEFAULT_SOCKET_BUFFER,
     "send_socket_buffer": DEFAULT_SOCKET_BUFFER,
+}
+#: openum's own settings: flags only, because UM's lbmrd DTD has no element for them (a file with one
+#: would not load in UM's lbmrd).
+_FLAG_ONLY: Final[Mapping[str, tuple[object, str]]] = {
+    "max_clients": (DEFAULT_MAX_CLIENTS, "clients at most"),
+    "max_clients_per_host": (DEFAULT_MAX_CLIENTS_PER_HOST, "clients per host at most"),
 }
 
 
@@ -60,6 +67,10 @@ class Settings:
     """SO_RCVBUF, bytes (``-r``, ``<resolver_unicast_receiver_socket_buffer>``)."""
     send_socket_buffer: int = DEFAULT_SOCKET_BUFFER
     """SO_SNDBUF, bytes (``-s``, ``<resolver_unicast_send_socket_buffer>``)."""
+    max_clients: int = DEFAULT_MAX_CLIENTS
+    """Clients in the table at most, 0 = no limit (``--max-clients``; no XML element)."""
+    max_clients_per_host: int = DEFAULT_MAX_CLIENTS_PER_HOST
+    """Clients from one IP address at most, 0 = no limit (``--max-clients-per-host``; no XML element)."""
     origins: tuple[tuple[str, str], ...] = ()
 
     def origin(self, name: str) -> str:
@@ -70,6 +81,7 @@ class Settings:
 def effective_settings(config: LbmrdConfig | None, overrides: Mapping[str, object | None]) -> Settings:
     """Merge: ``overrides`` (command line; None = not given) over ``config``'s ``<daemon>`` over defaults."""
     values: dict[str, object] = dict(_DEFAULTS)
+    values.update({name: default for name, (default, _flag) in _FLAG_ONLY.items()})
     origins: dict[str, str] = {}
     if config is not None:
         lines = dict(config.daemon.lines)
@@ -79,7 +91,7 @@ def effective_settings(config: LbmrdConfig | None, overrides: Mapping[str, objec
                 values[name] = value
                 origins[name] = f"{config.source}:{lines[name]}" if name in lines else str(config.source)
     for name, value in overrides.items():
-        if name not in _DEFAULTS:
+        if name not in _DEFAULTS and name not in _FLAG_ONLY:
             raise KeyError(f"unknown lbmrd setting {name!r}")
         if value is not None:
             values[name] = value
@@ -118,6 +130,12 @@ def render_config(settings: Settings, config: LbmrdConfig | None) -> str:
             unit = "bytes"
         note = f"{unit}; {note}" if unit else note
         lines.append(f"    <{element}>{escape(str(value))}</{element}> <!-- {_comment(note)} -->")
+    for name, (_default, what) in _FLAG_ONLY.items():
+        value = getattr(settings, name)
+        shown = f"{value}" if value else "0 (no limit)"
+        flag = name.replace("_", "-")
+        note = f"{what}: {shown} ({settings.origin(name)}; the {flag} flag only: UM's lbmrd has no element)"
+        lines.append(f"    <!-- {_comment(note)} -->")
     lines.append("  </daemon>")
     domains = config.domains if config else ()
     transforms = config.transforms if config else ()

@@ -23,6 +23,7 @@ __all__ = [
     "INT_MAX",
     "parse_host",
     "parse_interface",
+    "parse_limit",
     "parse_log",
     "parse_network",
     "parse_port",
@@ -62,6 +63,18 @@ def parse_positive(text: str, what: str, unit: str = "", maximum: int = INT_MAX)
         raise ValueError(
             f"{what} {number} is out of range; allowed: an integer from 1 to {maximum}{unit_text}"
         )
+    return number
+
+
+def parse_limit(text: str, what: str) -> int:
+    """A bound on a table: a decimal integer from 0 (no bound) to :data:`INT_MAX`."""
+    value = text.strip()
+    allowed = f"allowed: an integer from 0 (no limit) to {INT_MAX}"
+    if not re.fullmatch(r"[0-9]+", value):
+        raise ValueError(f"{what} {shorten_repr(value)} is not an integer; {allowed}")
+    number = int(value)
+    if number > INT_MAX:
+        raise ValueError(f"{what} {number} is out of range; {allowed}")
     return number
 
 
