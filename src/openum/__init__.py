@@ -25,6 +25,7 @@ from openum._errors import (
     TimedOutError,
     WouldBlock,
 )
+from openum._immediate import Request, Response
 from openum._message import Message, MsgFlags, MsgType, SourceEvent
 from openum._receiver import Receiver, ReceiverStatistics, WildcardReceiver
 from openum._source import SendFlags, Source
@@ -41,6 +42,7 @@ from openum.config import (
     load_config,
 )
 from openum.runtime import EventQueue, EventQueueStatistics, FdEvent, ManualClock, QueueMonitorEvent
+from openum.transport.uim import UimConnectionError
 
 __all__ = [
     "COMPILED",
@@ -76,6 +78,8 @@ __all__ = [
     "Receiver",
     "ReceiverAttributes",
     "ReceiverStatistics",
+    "Request",
+    "Response",
     "SendFlags",
     "Source",
     "SourceAttributes",
@@ -84,6 +88,7 @@ __all__ = [
     "SourceStringError",
     "SystemCallError",
     "TimedOutError",
+    "UimConnectionError",
     "WildcardReceiver",
     "WildcardReceiverAttributes",
     "WouldBlock",

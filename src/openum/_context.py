@@ -24,6 +24,8 @@ from dataclasses import dataclass, fields
 from typing import Any, Final, Protocol, Self, TypeVar, cast
 
 from openum._errors import ClosedError, ConfigError, InvalidStateError
+from openum._immediate import ImmediateMessaging, Request, ResponseCallback
+from openum._message import Message
 from openum._receiver import (
     WILDCARD_QUERIES_INSTEAD,
     WILDCARD_QUERIES_TEXT,
@@ -32,7 +34,7 @@ from openum._receiver import (
     WildcardReceiver,
 )
 from openum._resolver import ContextResolver, advertisement_phases, query_phases, wildcard_phases
-from openum._source import Source
+from openum._source import Source, properties_block
 from openum._subscription import Subscriptions
 from openum.config import (
     REGISTRY,
@@ -112,6 +114,21 @@ class ContextStatistics:
     use), ``wildcard_tqrs_dropped_work`` (wildcard queries not answered: matching would pass the per-query
     work limit), ``wildcard_match_steps`` (work spent matching remote patterns) and
     ``tmr_records_ignored`` (topic management records that are not an attributable final advertisement).
+
+    Request/response and immediate messages (docs/request-response.md): ``request_msgs_sent`` /
+    ``request_msgs_rcved`` (requests sent by this context / request messages delivered here),
+    ``response_msgs_sent``, ``response_msgs_rcved`` (delivered to a request's callback),
+    ``response_msgs_dropped`` (for a request that was closed or is unknown), ``immediate_msgs_sent``,
+    ``immediate_msgs_rcved``, ``immediate_msgs_dropped_no_receiver`` (no receiver and no context callback
+    took it), ``immediate_control_msgs_ignored``, ``requests_open``; the request port's
+    ``uim_port_connections_accepted``, ``_active``, ``_refused_limit`` (past its connection limit),
+    ``_closed_idle`` (``request_tcp_activity_timeout``), ``_closed_malformed`` (bytes that are not LBMC
+    messages), ``uim_port_msgs_rcved``, ``uim_port_bytes_rcved``, ``uim_port_msgs_dropped_malformed``; and
+    the outgoing UIM connections' ``uim_out_connections_opened``, ``_active``, ``_failed`` (the peer could not
+    be reached), ``_closed_idle`` (``response_tcp_deletion_timeout``), ``_closed_stalled``
+    (``response_tcp_activity_timeout``), ``uim_out_msgs_sent``, ``uim_out_bytes_sent``,
+    ``uim_out_msgs_dropped`` and ``uim_out_bytes_dropped`` (queued for a connection that failed or
+    closed), ``uim_out_bytes_queued``.
     """
 
     tr_dgrams_sent: int
@@ -158,6 +175,42 @@ class ContextStatistics:
     wildcard_tqrs_dropped_work: int
     wildcard_match_steps: int
     tmr_records_ignored: int
+    request_msgs_sent: int
+    request_msgs_rcved: int
+    response_msgs_sent: int
+    response_msgs_rcved: int
+    response_msgs_dropped: int
+    immediate_msgs_sent: int
+    immediate_msgs_rcved: int
+    immediate_msgs_dropped_no_receiver: int
+    immediate_control_msgs_ignored: int
+    requests_open: int
+    uim_port_connections_accepted: int
+    uim_port_connections_active: int
+    uim_port_connections_refused_limit: int
+    uim_port_connections_closed_idle: int
+    uim_port_connections_closed_malformed: int
+    uim_port_msgs_rcved: int
+    uim_port_bytes_rcved: int
+    uim_port_msgs_dropped_malformed: int
+    uim_out_connections_opened: int
+    uim_out_connections_active: int
+    uim_out_connections_failed: int
+    uim_out_connections_closed_idle: int
+    uim_out_connections_closed_stalled: int
+    uim_out_msgs_sent: int
+    uim_out_bytes_sent: int
+    uim_out_msgs_dropped: int
+    uim_out_bytes_dropped: int
+    uim_out_bytes_queued: int
+
+
+#: The request/response and immediate messaging counters of ContextStatistics.
+_IMMEDIATE_FIELDS: Final = tuple(
+    f.name
+    for f in fields(ContextStatistics)
+    if f.name.startswith(("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_"))
+)
 
 
 class _Child(Protocol):
@@ -282,8 +335,14 @@ class Context:
                 allowed="sequential",
             )
         try:
+            self._immediate = ImmediateMessaging(self)
+        except Exception:
+            self._loop.close()
+            raise
+        try:
             self._resolver = ContextResolver(self)
         except Exception:
+            self._immediate.close()
             self._loop.close()
             raise
         self._subscriptions = Subscriptions(self)
@@ -507,6 +566,100 @@ class Context:
         self._check_open("request topic resolution")
         self._on_loop(self._resolver.topic_resolution_request, int(flags))
 
+    # -- request/response and immediate messages (seed 10.7, 10.12, 10.15) ----------------------------
+    @property
+    def request_port(self) -> tuple[str, int] | None:
+        """This context's request (UIM) port ``(ip, port)``, where responses and immediate messages
+        arrive; None with ``request_tcp_bind_request_port 0``."""
+        return self._immediate.address
+
+    @property
+    def immediate_target(self) -> str | None:
+        """This context's request port as an immediate message target, ``"TCP:ip:port"`` (what UM's
+        ``lbmrcv`` prints as "Immediate messaging target"); None without a request port."""
+        address = self._immediate.address
+        return None if address is None else f"TCP:{address[0]}:{address[1]}"
+
+    def unicast_immediate_message(
+        self,
+        target: str,
+        data: bytes | bytearray | memoryview,
+        *,
+        topic: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Send a unicast immediate message (``lbm_unicast_immediate_message``, seed 10.7).
+
+        ``target``: ``"TCP:ip:port"`` (a context's request port: its :attr:`immediate_target`) or
+        ``"SOURCE:<source string>"`` (the context hosting a source this context knows, seed 10.15).  With a
+        ``topic`` the message reaches the target context's receivers of that topic (or its
+        ``immediate_message_topic_receiver_function``); without, its ``immediate_message_receiver_function``.
+        Never blocks: the message is queued on a TCP connection to the target (opened on first use);
+        :class:`~openum.WouldBlock` when ``response_session_maximum_buffer`` bytes wait there already.
+        Delivery is not confirmed (seed 10.7.1)."""
+        self._check_open("send an immediate message")
+        checked = self._immediate_topic(topic)
+        self._immediate.send_immediate(target, data, checked, properties_block(properties))
+
+    def unicast_immediate_request(
+        self,
+        target: str,
+        data: bytes | bytearray | memoryview,
+        callback: ResponseCallback,
+        clientd: Any = None,
+        *,
+        topic: str | None = None,
+        event_queue: EventQueue | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> Request:
+        """Send a request as a unicast immediate message (``lbm_unicast_immediate_request``, seed 10.12.1):
+        as :meth:`unicast_immediate_message`, and the responses reach ``callback(msg)`` (on the context
+        thread, or through ``event_queue``) until the returned :class:`~openum.Request` is closed."""
+        self._check_open("send an immediate request")
+        checked = self._immediate_topic(topic)
+        request, header = self._immediate.new_request(
+            checked, callback, clientd, event_queue, "unicast_immediate_request()"
+        )
+        try:
+            self._immediate.send_immediate(target, data, checked, properties_block(properties), header)
+        except BaseException:
+            request.close()
+            raise
+        return request
+
+    def receive_immediate_messages(
+        self,
+        callback: Callable[[Message, Any], Any] | None,
+        clientd: Any = None,
+        *,
+        event_queue: EventQueue | None = None,
+    ) -> None:
+        """Set the callback for topicless immediate messages and requests (``lbm_context_rcv_immediate_msgs``;
+        the option ``immediate_message_receiver_function``): ``callback(msg, clientd)``, on the context
+        thread or through ``event_queue``.  None removes it (they are then dropped and counted)."""
+        self._check_open("receive immediate messages")
+        self._immediate.set_callback(False, callback, clientd, event_queue)
+
+    def receive_immediate_topic_messages(
+        self,
+        callback: Callable[[Message, Any], Any] | None,
+        clientd: Any = None,
+        *,
+        event_queue: EventQueue | None = None,
+    ) -> None:
+        """Set the callback for immediate messages with a topic no receiver of this context takes
+        (``lbm_context_rcv_immediate_topic_msgs``; the option ``immediate_message_topic_receiver_function``).
+        None removes it."""
+        self._check_open("receive immediate messages")
+        self._immediate.set_callback(True, callback, clientd, event_queue)
+
+    @staticmethod
+    def _immediate_topic(topic: object) -> str | None:
+        if topic is None:
+            return None
+        check_name("topic", topic, _TOPIC_MAX)
+        return cast(str, topic)
+
     def statistics(self) -> ContextStatistics:
         """A snapshot of the context's counters."""
         self._check_open("read statistics")
@@ -528,6 +681,8 @@ class Context:
             },
             **self._subscriptions.receiving_statistics(),
         )
+        immediate = self._immediate.statistics()
+        values.update({name: immediate.get(name, 0) for name in _IMMEDIATE_FIELDS})
         return ContextStatistics(**values)
 
     def resolver_cache(self, topic: str | None = None) -> list[str]:
@@ -711,6 +866,7 @@ class Context:
         if self._thread is not None:
             self._thread.join()
         self._close_pools()
+        self._immediate.close()
         pending = self._loop.close()
         if pending:
             self.log.debug("closed with %d timer(s) that never fired", len(pending))

@@ -9,6 +9,7 @@ inside its callback raises :class:`~openum.InvalidStateError` instead of returni
 
 from __future__ import annotations
 
+import builtins
 import enum
 from typing import Any
 
@@ -62,6 +63,7 @@ class Message:
         "_valid",
         "properties",
         "receiver_clientd",
+        "response",
         "retained",
         "sequence_number",
         "source",
@@ -93,6 +95,10 @@ class Message:
         self.receiver_clientd = receiver_clientd
         self.retained = False
         self._valid = True
+        #: A ``REQUEST`` message's return address (:class:`~openum.Response`, UM's ``msg->response``):
+        #: alive while the message is (its callback, or until :meth:`release` when retained); None for
+        #: every other message.
+        self.response: Any = None
 
     @property
     def flags(self) -> MsgFlags:
@@ -126,15 +132,53 @@ class Message:
         return self
 
     def release(self) -> None:
-        """End the life of a retained message (``lbm_msg_delete``)."""
+        """End the life of a retained message (``lbm_msg_delete``); a request's response object goes
+        with it (unless :meth:`detach_response` took it)."""
         self.retained = False
         self._valid = False
         self._data = b""
+        if self.response is not None:
+            self.response._message_done()
+
+    def respond(self, data: builtins.bytes | bytearray | memoryview) -> None:
+        """Answer this ``REQUEST`` (``lbm_send_response``, seed 10.12.2); call it as often as needed, while
+        the message lives (inside its callback, or until :meth:`release` once retained).
+
+        The response goes over TCP to the requester's request port and reaches the callback of the
+        request it answers as a ``RESPONSE`` message.  Raises :class:`~openum.InvalidStateError` for a
+        message that is not a request or is no longer alive, :class:`~openum.WouldBlock` when the
+        connection to the requester holds ``response_session_maximum_buffer`` bytes already, and
+        ``openum.UimConnectionError`` when the requester cannot be reached (it went away)."""
+        response = self.response
+        if response is None:
+            raise InvalidStateError(
+                f"only a REQUEST message can be answered; this is a {self.type.name} message"
+                if self.type is not MsgType.REQUEST
+                else "this request's response object was detached (detach_response): respond through it"
+            )
+        if not self._valid:
+            raise InvalidStateError(
+                "this request's message is no longer alive: respond inside its callback, or call "
+                "msg.retain() there and respond until msg.release() (seed 10.12.4)"
+            )
+        response.respond(data)
+
+    def detach_response(self) -> Any:
+        """Take this request's response object out of the message (seed 10.12.4): it then lives until
+        its own ``close()``, whatever happens to the message."""
+        response = self.response
+        if response is None:
+            raise InvalidStateError(f"a {self.type.name} message has no response object to detach")
+        self.response = None
+        return response
 
     def _callback_done(self) -> None:
-        """Called by the library when the callback returns: a borrowed payload becomes invalid."""
+        """Called by the library when the callback returns: a borrowed payload becomes invalid, and a
+        request's response object is deleted with its message (seed 10.12.4)."""
         if not self.retained:
             self._valid = False
+            if self.response is not None:
+                self.response._message_done()
 
     def __repr__(self) -> str:
         return (

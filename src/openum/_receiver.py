@@ -167,8 +167,11 @@ class _Subscriber:
         through :meth:`_run_callback`, and the callback scope is entered only when the thread is not in
         one already (the event loop enters it while a thread runs it, and counts that in
         ``EventLoop.in_callback``: a plain attribute, where the thread-local costs a lookup)."""
-        if self.closed:
-            return
+        if self.closed or self.callback is None:
+            if msg.response is not None:  # nobody will answer: the request's response object goes now
+                msg.response._message_done()
+            if self.closed:
+                return
         if msg.type is _DATA:
             self._msgs += 1
             self._bytes += len(msg._data)
@@ -180,7 +183,12 @@ class _Subscriber:
             return
         msg.receiver_clientd = self.clientd
         if self.event_queue is not None:
-            msg.retain()  # the receive buffer is reused before the queue is dispatched
+            if msg.response is None:
+                msg.retain()  # the receive buffer is reused before the queue is dispatched
+            elif isinstance(msg._data, memoryview):
+                # A request: its payload is copied, but it is not retained, so that its response object
+                # goes with it when the callback returns unless the application retains it (seed 10.12.4).
+                msg._data = bytes(msg._data)
             queued_as = self._event_kind if kind is _DATA_EVENT else kind
             self.event_queue.enqueue(queued_as, self._run_callback, msg)
             return
@@ -195,6 +203,8 @@ class _Subscriber:
         finally:
             if not msg.retained:
                 msg._valid = False  # Message._callback_done(), inlined
+                if msg.response is not None:  # a request's response object goes with its message
+                    msg.response._message_done()
 
     def _deliver_data(
         self,
@@ -261,6 +271,8 @@ class _Subscriber:
     def _run_callback(self, msg: Message) -> None:
         """Run the callback for a message from the event queue (on the dispatching thread)."""
         if self.closed or self.callback is None:
+            if msg.response is not None:
+                msg.response._message_done()
             return
         try:
             if self.event_queue is None:

@@ -15,7 +15,6 @@ late on a loaded machine), after which what is left goes at once.
 from __future__ import annotations
 
 import random
-import secrets
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -95,10 +94,17 @@ class ContextResolver:
 
     def __init__(self, ctx: Context, rng: random.Random | None = None) -> None:
         self.ctx = ctx
-        self.instance = secrets.token_bytes(8)
+        self.instance = ctx._immediate.instance  # the context instance (seed 7.1; UIM headers use it too)
         self.include_index: bool = ctx.attributes.get("source_includes_topic_index")
         self.link = ResolverLink(
-            ctx._loop, ctx.attributes, self.instance, self._on_events, self._on_no_source, ctx.log, rng
+            ctx._loop,
+            ctx.attributes,
+            self.instance,
+            self._on_events,
+            self._on_no_source,
+            ctx.log,
+            rng,
+            source_options=ctx._immediate.topic_options(),
         )
         self.engine = self.link.engine
         self._receivers: dict[int, Receiver] = {}

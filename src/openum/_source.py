@@ -31,6 +31,7 @@ from openum.wire.lbmr import TopicInfo
 
 if TYPE_CHECKING:
     from openum._context import Context
+    from openum._immediate import Request, ResponseCallback
 
 __all__ = ["SendFlags", "Source", "SourceEventCallback"]
 
@@ -163,6 +164,49 @@ class Source(TopicSender):
             hold = False
         return self.session.send(self, data, bool(flags & _FLUSH), bool(flags & _NONBLOCK), hold, block)
 
+    def send_request(
+        self,
+        data: bytes | bytearray | memoryview,
+        callback: ResponseCallback,
+        clientd: Any = None,
+        *,
+        event_queue: EventQueue | None = None,
+        flags: int = SendFlags.NONE,
+        properties: Mapping[str, Any] | None = None,
+    ) -> Request:
+        """Send a request on this source's topic (``lbm_send_request``, seed 10.12.1).
+
+        Every receiver of the topic gets it as a ``REQUEST`` message and may answer with
+        :meth:`Message.respond <openum.Message.respond>`; each response reaches ``callback(msg)`` (a
+        ``RESPONSE`` message whose ``receiver_clientd`` is ``clientd``) on the context thread, or through
+        ``event_queue``, until the returned :class:`~openum.Request` is closed.  The request travels on
+        the source's transport like any message (it takes a topic sequence number); ``flags`` are
+        ``FLUSH`` and ``NONBLOCK`` as for :meth:`send` (batching flags are refused)."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        if not isinstance(flags, int) or flags & ~(_FLUSH | _NONBLOCK):
+            if isinstance(flags, int) and not flags & ~_ALL_FLAGS:
+                raise ValueError(
+                    f"send_request() flags {int(flags):#x}: a request cannot be part of an explicit batch; "
+                    "allowed: SendFlags.NONE, FLUSH, NONBLOCK"
+                )
+            raise _bad_flags(flags)
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise TypeError(
+                f"send_request() takes bytes-like data, not {type(data).__name__} (encode text first)"
+            )
+        block = properties_block(properties)
+        messaging = self.ctx._immediate
+        request, header = messaging.new_request(self.topic, callback, clientd, event_queue, "send_request()")
+        try:
+            self.session.send_with_headers(
+                self, data, (header,), bool(flags & _FLUSH), bool(flags & _NONBLOCK), block
+            )
+        except BaseException:
+            request.close()
+            raise
+        return request
+
     def flush(self) -> None:
         """Send what implicit batching holds now (``lbm_src_flush``)."""
         if self.closed:
@@ -229,6 +273,11 @@ class Source(TopicSender):
 
     def __repr__(self) -> str:
         return f"<Source {self.topic!r} {self.source_string}{' closed' if self.closed else ''}>"
+
+
+def properties_block(values: Mapping[str, Any] | None) -> PropertiesBlock | None:
+    """Message properties given as ``{name: value}`` (or None) as the block that goes on the wire."""
+    return None if values is None else _properties(values)
 
 
 def _properties(values: Mapping[str, Any]) -> PropertiesBlock:

@@ -28,13 +28,13 @@ from openum.protocol.delivery import Delivery, DeliveryController, DeliveryKind
 from openum.protocol.reliable import RmReceiverParams, RuReceiverParams
 from openum.protocol.resolution import source_key
 from openum.runtime import NS_PER_MS, EventKind
-from openum.transport._demux import TopicHandler
+from openum.transport._demux import RequestMark, TopicHandler
 from openum.transport._interfaces import resolve_interface
 from openum.transport._pool import warn_first_wins
 from openum.transport.lbtrm import RmReceiving
 from openum.transport.lbtru import RuReceiving
 from openum.transport.tcp_receiver import TcpReceiverSession, split_properties
-from openum.wire.lbmr import LbtrmTransport, LbtruTransport, TcpTransport, TopicInfo
+from openum.wire.lbmr import ContextInstanceOption, LbtrmTransport, LbtruTransport, TcpTransport, TopicInfo
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -62,6 +62,7 @@ class TopicSubscription(TopicHandler):
     """One (topic, source) on a joined session: its delivery controller and the receivers fed by it."""
 
     __slots__ = (
+        "_instance",
         "_key",
         "_timer",
         "attrs",
@@ -92,6 +93,10 @@ class TopicSubscription(TopicHandler):
         self.topic = info.topic
         self.source = source
         self._key = source_key(info)
+        #: The source's context instance (its TIR's option): a response's CTXINSTD.
+        self._instance = next(
+            (o.instance for o in info.options if isinstance(o, ContextInstanceOption)), None
+        )
         self.attrs = attrs  # its first receiver's: the delivery controller's options come from them
         self.subscribers: list[_Subscriber] = []
         self.dc = DeliveryController(
@@ -112,7 +117,7 @@ class TopicSubscription(TopicHandler):
         flags: int,
         properties: Any,
     ) -> None:
-        if fragment is None and self.dc.take_next(sqn, len(payload)):
+        if fragment is None and type(properties) is not RequestMark and self.dc.take_next(sqn, len(payload)):
             # The hot path: the next message in order, unfragmented (properties, if any, are a dict).
             topic = self.topic
             source = self.source
@@ -149,6 +154,12 @@ class TopicSubscription(TopicHandler):
             msg_type = _KIND_TO_TYPE[delivery.kind]
             payload: bytes | memoryview = delivery.payload
             properties = delivery.properties
+            request: RequestMark | None = None
+            if type(properties) is RequestMark:
+                request = properties
+                properties = request.properties
+                if msg_type is MsgType.DATA:
+                    msg_type = MsgType.REQUEST
             if properties is not None and not isinstance(properties, dict):
                 payload, properties = split_properties(bytes(payload), properties)
             for sub in self.subscribers:
@@ -163,6 +174,10 @@ class TopicSubscription(TopicHandler):
                     properties=properties,
                     source_clientd=None if state is None else state[1],
                 )
+                if request is not None and msg_type is MsgType.REQUEST:
+                    msg.response = self.manager.ctx._immediate.response_to(
+                        request, self.topic, self._instance
+                    )
                 sub._deliver(msg, EventKind.DATA)
 
     def close(self) -> None:

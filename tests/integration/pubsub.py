@@ -22,6 +22,8 @@ from tests.helpers import wait_until
 from tests.integration.test_lbmrd_process import free_udp_port
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Request (UIM) ports of one test's contexts: one each (UM's default range has 5 for a whole machine).
+REQUEST_PORTS = 8
 WAIT = 20.0  # generous: a loaded 2-core machine still resolves and connects well within this
 
 # Below Linux's ephemeral range (32768-60999), so receivers' outgoing connections never take them.
@@ -81,11 +83,15 @@ class Ports:
     tcp_low: int
     tcp_high: int
     udp_low: int = 0
+    #: The first of REQUEST_PORTS request (UIM) ports (0: the contexts use UM's default range).
+    request_low: int = 0
 
     @classmethod
     def allocate(cls, tcp_count: int = 8) -> Ports:
-        low, high = free_tcp_range(tcp_count)
-        return cls(free_udp_port(), low, high, free_udp_range(UDP_PORTS))
+        low, high = free_tcp_range(tcp_count + REQUEST_PORTS)
+        return cls(
+            free_udp_port(), low, high - REQUEST_PORTS, free_udp_range(UDP_PORTS), high - REQUEST_PORTS + 1
+        )
 
     @property
     def lbtrm_destination_port(self) -> int:
@@ -112,11 +118,18 @@ class Ports:
                 f"receiver transport_lbtru_port_low {self.lbtru_receiver_ports[0]}",
                 f"receiver transport_lbtru_port_high {self.lbtru_receiver_ports[1]}",
             ]
+        request = []
+        if self.request_low:
+            request = [
+                f"context request_tcp_port_low {self.request_low}",
+                f"context request_tcp_port_high {self.request_low + REQUEST_PORTS - 1}",
+            ]
         return [
             f"context resolver_multicast_port {self.resolver}",
             f"context transport_tcp_port_low {self.tcp_low}",
             f"context transport_tcp_port_high {self.tcp_high}",
             *udp,
+            *request,
             *extra,
         ]
 

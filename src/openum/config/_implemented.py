@@ -45,6 +45,14 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "context_name", "default_interface", "operational_mode",
         # callbacks
         "resolver_source_notification_function", "source_notification_function",
+        "immediate_message_receiver_function", "immediate_message_topic_receiver_function",
+        # request/response and unicast immediate messages (10.7, 10.12): the request port and the
+        # outgoing UIM connections
+        "request_tcp_bind_request_port", "request_tcp_port", "request_tcp_port_low",
+        "request_tcp_port_high", "request_tcp_interface", "request_tcp_listen_backlog",
+        "request_tcp_reuseaddr", "request_tcp_activity_timeout",
+        "response_tcp_activity_timeout", "response_tcp_deletion_timeout", "response_tcp_interface",
+        "response_tcp_nodelay", "response_session_maximum_buffer", "response_session_sender_socket_buffer",
         # delivery control (8.6)
         "delivery_control_maximum_total_map_entries",
         # topic resolution over UDP: multicast and unicast through lbmrd (7.1-7.3, 8.1)

@@ -1320,9 +1320,9 @@ _ROWS: Final[tuple[Option, ...]] = (
     ),
     # --- request/response and unicast immediate messages (seed 10.7, 10.12) ---------------------------------
     Option(
-        "request_tcp_bind_request_port", C, BOOL, False,
+        "request_tcp_bind_request_port", C, BOOL, True,
         "Bind the UIM (request) port; 0 disables UIM reception, Request/Response, Late Join and OTR.",
-        "10.12.6", default_from="openum", note=NOT_YET.format(um="1", feature="a request port"),
+        "10.12.6",
     ),
     Option(
         "request_tcp_port", C, PORT, 0,
@@ -1344,8 +1344,11 @@ _ROWS: Final[tuple[Option, ...]] = (
         "listen() backlog of the UIM (request) port.", "", unit="connections", note=FROM_DUMP,
     ),
     Option(
-        "request_tcp_reuseaddr", C, BOOL, False,
-        "Set SO_REUSEADDR on the UIM (request) port.", "", note=FROM_DUMP,
+        "request_tcp_reuseaddr", C, BOOL, True,
+        "Set SO_REUSEADDR on the UIM (request) port.", "", default_from="openum",
+        note="UM's default is 0. openum sets it so that a restarted context gets its request port back "
+             "while connections of its previous run linger in TIME_WAIT (on Linux it never lets two "
+             "listeners share a port).",
     ),
     Option(
         "request_tcp_exclusiveaddr", C, BOOL, True,
@@ -1751,10 +1754,9 @@ _ROWS: Final[tuple[Option, ...]] = (
 OPTIONS: Final[tuple[Option, ...]] = (
     *_ROWS,
     Option(
-        "request_port", C, BOOL, False,
+        "request_port", C, BOOL, True,
         "Guide spelling (10.2) of request_tcp_bind_request_port (split across a line); sets that option.",
-        "10.2", alias_of="request_tcp_bind_request_port", default_from="openum",
-        note=NOT_YET.format(um="1", feature="a request port"),
+        "10.2", alias_of="request_tcp_bind_request_port",
     ),
     Option(
         "smx_transmission_window_size", S, Int(64), 131072,

@@ -53,10 +53,11 @@ class QueueMonitorEvent(enum.IntFlag):
 class EventKind(enum.Enum):
     """What an event carries; counted separately in the statistics (UM's per-type counters).
 
-    Only the kinds openum delivers: UM's response, topicless immediate message and context source
-    event kinds come with request/response, immediate messaging and context source events."""
+    Only the kinds openum delivers: UM's context source event kind comes with context source events."""
 
     DATA = "data_msgs"  # a receiver's messages and events
+    RESPONSE = "resp_msgs"  # a response to one of this context's requests (seed 10.12)
+    TOPICLESS_IM = "topicless_im_msgs"  # a topicless immediate message (seed 10.7.3, 10.8.2)
     WILDCARD_RECEIVER = "wrcv_msgs"  # a wildcard receiver's messages and events
     IO = "io_events"  # an application descriptor became ready (Context.register_fd)
     TIMER = "timer_events"  # an application timer fired (Context.schedule_timer)
@@ -72,7 +73,9 @@ class EventQueueStatistics:
     With ``queue_count_enabled``: for each kind, ``<kind>`` is the number queued now and ``<kind>_tot``
     the total enqueued: ``data_msgs`` receiver messages and events, ``wrcv_msgs`` wildcard receiver
     messages and events, ``io_events`` descriptor callbacks, ``timer_events`` timer callbacks,
-    ``source_events`` source events, ``callback_events`` :meth:`EventQueue.call` callbacks,
+    ``source_events`` source events, ``resp_msgs`` responses to requests, ``topicless_im_msgs`` topicless
+    immediate messages (and those with a topic no receiver took), ``callback_events``
+    :meth:`EventQueue.call` callbacks,
     ``unblock_events`` :meth:`EventQueue.unblock` calls (queued: not yet consumed by a ``dispatch``).
     ``events``/``events_tot``: every kind but unblocks.  With ``queue_age_enabled``: ``age_min/mean/max``,
     how long dispatched events waited in the queue, in microseconds.  With ``queue_service_time_enabled``:
@@ -105,6 +108,10 @@ class EventQueueStatistics:
     timer_events_svc_max: int
     source_events: int
     source_events_tot: int
+    resp_msgs: int
+    resp_msgs_tot: int
+    topicless_im_msgs: int
+    topicless_im_msgs_tot: int
     callback_events: int
     callback_events_tot: int
     unblock_events: int
@@ -371,6 +378,10 @@ class EventQueue:
                 timer_events_svc_max=timer.max,
                 source_events=q[EventKind.SOURCE],
                 source_events_tot=t[EventKind.SOURCE],
+                resp_msgs=q[EventKind.RESPONSE],
+                resp_msgs_tot=t[EventKind.RESPONSE],
+                topicless_im_msgs=q[EventKind.TOPICLESS_IM],
+                topicless_im_msgs_tot=t[EventKind.TOPICLESS_IM],
                 callback_events=q[EventKind.CALLBACK],
                 callback_events_tot=t[EventKind.CALLBACK],
                 unblock_events=self._unblock_pending if self._count else 0,

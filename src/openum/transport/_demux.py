@@ -26,6 +26,7 @@ from openum.wire.lbmc import (
     HeaderType,
     MessageType,
     PropertiesLengthElement,
+    RequestHeader,
     TsniHeader,
     decode_fragment_fields,
     decode_message_at,
@@ -37,7 +38,15 @@ try:
 except ImportError:  # installed without mypy: the attribute only matters to the compiler
     from openum._accel import mypyc_attr
 
-__all__ = ["FLAG_RETRANSMIT", "LbmcDemux", "TopicHandler", "split_properties", "stream_frame_error"]
+__all__ = [
+    "FLAG_RETRANSMIT",
+    "LbmcDemux",
+    "PropertiesLength",
+    "RequestMark",
+    "TopicHandler",
+    "split_properties",
+    "stream_frame_error",
+]
 
 FLAG_RETRANSMIT = 0x8  # LBM_MSG_FLAG_RETRANSMIT
 
@@ -238,12 +247,29 @@ class LbmcDemux:
             if chain is not None:
                 for element in chain.elements:
                     if isinstance(element, PropertiesLengthElement):
-                        properties = _PropertiesLength(element.length)
+                        properties = PropertiesLength(element.length)
+        request = msg.header(RequestHeader)
+        if request is not None:
+            properties = RequestMark(request.request_index, request.ip, request.port, properties)
         handler.on_data(msg.sqn, msg.payload, now_ns, fragment, flags, properties)
 
 
 @dataclass(frozen=True, slots=True)
-class _PropertiesLength:
+class RequestMark:
+    """A data message that is a request (REQUEST header, seed 10.12): the requester's request index and
+    request port, and what the message's own properties are (a dict, a properties length, or None).
+
+    It travels where the properties of a message do (through the delivery controller), so that the
+    receiving side can give the message a response object."""
+
+    request_index: int
+    ip: str
+    port: int
+    properties: Any
+
+
+@dataclass(frozen=True, slots=True)
+class PropertiesLength:
     """A fragmented message with properties: the last ``length`` bytes of the whole are the block."""
 
     length: int
@@ -260,6 +286,6 @@ class _PropertiesLength:
 
 def split_properties(payload: bytes, properties: Any) -> tuple[bytes, Any]:
     """For a reassembled message: separate the properties block announced by its fragments."""
-    if isinstance(properties, _PropertiesLength):
+    if isinstance(properties, PropertiesLength):
         return properties.split(payload)
     return payload, properties

@@ -27,6 +27,7 @@ from openum.wire.lbmc import (
     FRAGMENT_HEADER_LEN,
     AppHeaderChain,
     FragmentHeader,
+    Header,
     LbmcMessage,
     MessageType,
     PropertiesBlock,
@@ -304,6 +305,38 @@ class SourceSessionBase(abc.ABC):
             self._release()
         return (sqn + used - 1) & SQN_MASK
 
+    def send_with_headers(
+        self,
+        source: TopicSender,
+        data: bytes | bytearray | memoryview,
+        headers: tuple[Header, ...],
+        flush: bool,
+        nonblock: bool,
+        properties: PropertiesBlock | None,
+    ) -> int:
+        """:meth:`send` for a message that carries extension ``headers`` (a request's REQUEST header, seed
+        10.12): the record path, every fragment of a large message carrying them; returns its (last
+        fragment's) topic sequence number.  The batch is flushed when ``flush`` says so or it is full."""
+        self._acquire()
+        try:
+            if self.closed:
+                raise ClosedError("the source's transport session is closed")
+            topic_index = source.topic_index
+            if not self._has_room():
+                self._wait_room(topic_index, nonblock)
+            sqn: int = source._next_sqn
+            used = self._send_large(topic_index, sqn, data, properties, headers)
+            self._msgs_sent += 1
+            source._next_sqn = (sqn + used) & SQN_MASK
+            if flush or self._blen >= self.batch_min:
+                self._flush_locked()
+            elif self._blen and self._batch_timer is None:
+                self._batch_timer = self.loop.schedule_timer(self.batch_interval_ms, self._batch_expired)
+            source._last_send_ns = self._now()
+        finally:
+            self._release()
+        return (sqn + used - 1) & SQN_MASK
+
     def _counters(self) -> dict[str, int]:
         """The session's counters for its statistics (lock held)."""
         return {
@@ -334,16 +367,20 @@ class SourceSessionBase(abc.ABC):
         sqn: int,
         data: bytes | bytearray | memoryview,
         properties: PropertiesBlock | None,
+        headers: tuple[Header, ...] = (),
     ) -> int:
-        """Messages with properties or larger than a datagram: LBMC fragments (seed 8.7, 10.11)."""
+        """Messages with properties or extension ``headers``, or larger than a datagram: LBMC fragments
+        (seed 8.7, 10.11)."""
         block = None if properties is None else encode_properties(properties)
-        if block is not None and len(data) + len(block) + 40 <= self.datagram_max:
-            self._append_message(
-                encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, (), data, properties))
-            )
-            self._bytes_sent += len(data)
-            return 1
-        return self._send_fragments(topic_index, sqn, data, block)
+        if block is not None or headers:
+            extra = sum(len(h.encode_body()) + 2 for h in headers)
+            if len(data) + (0 if block is None else len(block)) + 40 + extra <= self.datagram_max:
+                self._append_message(
+                    encode_message(LbmcMessage(MessageType.DATA, topic_index, sqn, headers, data, properties))
+                )
+                self._bytes_sent += len(data)
+                return 1
+        return self._send_fragments(topic_index, sqn, data, block, headers)
 
     def _send_fragments(
         self,
@@ -351,6 +388,7 @@ class SourceSessionBase(abc.ABC):
         sqn: int,
         data: bytes | bytearray | memoryview,
         block: bytes | None,
+        headers: tuple[Header, ...] = (),
     ) -> int:
         """A message larger than a datagram: one fragment per datagram (seed 8.7).  Without properties a
         fragment is written straight into the batch (``encode_fragment_into``: one struct call and one
@@ -358,12 +396,13 @@ class SourceSessionBase(abc.ABC):
         every fragment announces its length in an extra header (the record path)."""
         if block is None:
             whole = memoryview(data)
-            extra: tuple[AppHeaderChain, ...] = ()
+            extra: tuple[Header, ...] = headers
             overhead = FRAGMENT_OVERHEAD
         else:
             whole = memoryview(bytes(data) + block)
-            extra = (AppHeaderChain((PropertiesLengthElement(len(block)),)),)
+            extra = (*headers, AppHeaderChain((PropertiesLengthElement(len(block)),)))
             overhead = PROPERTIES_FRAGMENT_OVERHEAD
+        overhead += sum(len(h.encode_body()) + 2 for h in headers)
         total = len(whole)
         chunk = self.datagram_max - overhead
         count = (total + chunk - 1) // chunk

@@ -52,8 +52,11 @@ def _daemon_address(entry: str) -> tuple[str | None, tuple[str, int]]:
     return iface, (ip, int(port))
 
 
-def resolver_settings(attrs: ContextAttributes, context_instance: bytes) -> ResolverSettings:
-    """Engine settings from a context's effective attributes."""
+def resolver_settings(
+    attrs: ContextAttributes, context_instance: bytes, source_options: tuple[Any, ...] = ()
+) -> ResolverSettings:
+    """Engine settings from a context's effective attributes (``source_options``: topic options for the
+    TIRs of the context's sources, beyond its instance)."""
     daemons = attrs.get("resolver_unicast_daemon") or ()
     return ResolverSettings(
         context_instance=context_instance,
@@ -87,6 +90,7 @@ def resolver_settings(attrs: ContextAttributes, context_instance: bytes) -> Reso
         disable_udp=attrs.get("resolver_disable_udp_topic_resolution"),
         cache_max_entries=attrs.get("resolver_cache_maximum_entries"),
         cache_entry_timeout_ms=attrs.get("resolver_cache_entry_timeout"),
+        source_options=source_options,
     )
 
 
@@ -112,12 +116,15 @@ class ResolverLink:
         on_no_source: Callable[[list[NoSourceNotification]], None],
         log: Any,
         rng: random.Random | None = None,
+        source_options: tuple[Any, ...] = (),
     ) -> None:
         self.loop = loop
         self.log = log
         self.on_events = on_events
         self.on_no_source = on_no_source
-        self.engine = ResolverEngine(resolver_settings(attrs, context_instance), rng or random.Random())
+        self.engine = ResolverEngine(
+            resolver_settings(attrs, context_instance, source_options), rng or random.Random()
+        )
         self._timer: int | None = None
         self._timer_deadline: int | None = None
         self._send_failed = 0

@@ -54,6 +54,7 @@ from openum.wire.lbmr import (
     TopicInfo,
     TopicManagement,
     TopicManagementRecord,
+    TopicOption,
     TopicQuery,
     TopicResolution,
     TopicResolutionRequest,
@@ -138,6 +139,9 @@ class ResolverSettings:
     #: A source learned from the network and not heard from (TIR) for this long is forgotten (0: never;
     #: ``resolver_cache_entry_timeout``).
     cache_entry_timeout_ms: int = 600_000
+    #: Topic options every TIR of this context's sources carries besides its context instance (the
+    #: request port, in an extended-functionality option).
+    source_options: tuple[TopicOption, ...] = ()
 
     @property
     def unicast(self) -> bool:
@@ -405,7 +409,7 @@ class ResolverEngine:
             spec.index,
             spec.transport,
             0,
-            (ContextInstanceOption(self.settings.context_instance),),
+            (ContextInstanceOption(self.settings.context_instance), *self.settings.source_options),
         )
         schedule = PhaseSchedule(spec.phases, lambda t: self._due_sources.update(source_id, t))
         src = _Source(spec, info, schedule, source_id)

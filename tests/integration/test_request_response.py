@@ -1,0 +1,386 @@
+"""Request/response, unicast immediate messages and sending to sources, between real contexts on 127.0.0.1
+(UM Concepts Guide 10.7, 10.12, 10.15; issue 24).
+
+Each test has its own resolver, transport and request ports (``tests.integration.pubsub.Ports``).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import openum
+from openum import InvalidStateError, Message, MsgFlags, MsgType, SourceEvent, UimConnectionError
+from tests.helpers import wait_until
+from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
+
+TRANSPORTS = ("tcp", "lbtru", "lbtrm")
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports.allocate()
+
+
+class Contexts:
+    def __init__(self, ports: Ports) -> None:
+        self.ports = ports
+        self.contexts: list[openum.Context] = []
+
+    def new(self, *extra: str) -> openum.Context:
+        ctx = openum.Context(options=self.ports.options(*extra))
+        self.contexts.append(ctx)
+        return ctx
+
+    def close(self) -> None:
+        for ctx in reversed(self.contexts):
+            ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def contexts(ports: Ports) -> Iterator[Contexts]:
+    c = Contexts(ports)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@dataclass(frozen=True)
+class Reply:
+    type: MsgType
+    data: bytes
+    clientd: Any
+    source: str
+
+
+class Responses:
+    """A response callback that keeps copies."""
+
+    def __init__(self) -> None:
+        self.got: list[Reply] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: Message) -> None:
+        with self.lock:
+            self.got.append(Reply(msg.type, bytes(msg.data), msg.receiver_clientd, msg.source))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.got)
+
+    def wait(self, n: int) -> bool:
+        return wait_until(lambda: self.count() >= n, WAIT)
+
+
+class Server:
+    """A receiver callback that answers every request with ``prefix + request``."""
+
+    def __init__(self, prefix: bytes, retain: bool = False) -> None:
+        self.prefix = prefix
+        self.retain = retain
+        self.requests: list[Message] = []
+        self.errors: list[Exception] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: Message) -> None:
+        if msg.type is not MsgType.REQUEST:
+            return
+        if self.retain:
+            with self.lock:
+                self.requests.append(msg.retain())
+            return
+        msg.respond(self.prefix + bytes(msg.data))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+
+def _topic_ready(
+    pub: openum.Context, src: openum.Source, events: SourceEvents, transport: str, subs: list[openum.Context]
+) -> None:
+    """The source's receivers can get what it sends now."""
+    if transport == "lbtrm":
+        assert wait_until(lambda: all(s.statistics().lbtrm_rcv_sessions >= 1 for s in subs), WAIT)
+    else:
+        assert events.wait(SourceEvent.CONNECT, len(subs)), "the receivers never connected"
+
+
+def _source(pub: openum.Context, topic: str, transport: str) -> tuple[openum.Source, SourceEvents]:
+    events = SourceEvents()
+    src = pub.create_source(topic, attrs={"transport": transport}, event_callback=events)
+    return src, events
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_request_reaches_every_server_and_each_response_its_request(
+    contexts: Contexts, transport: str
+) -> None:
+    client, one, two = contexts.new(), contexts.new(), contexts.new()
+    one.create_receiver("svc", Server(b"one:"))
+    two.create_receiver("svc", Server(b"two:"))
+    src, events = _source(client, "svc", transport)
+    _topic_ready(client, src, events, transport, [one, two])
+    first, second = Responses(), Responses()
+    with src.send_request(b"A", first, 42, flags=openum.SendFlags.FLUSH) as req_a:
+        req_b = src.send_request(b"B", second, "b", flags=openum.SendFlags.FLUSH)
+        assert first.wait(2) and second.wait(2), (first.got, second.got, client.statistics())
+        assert sorted(r.data for r in first.got) == [b"one:A", b"two:A"]
+        assert sorted(r.data for r in second.got) == [b"one:B", b"two:B"]
+        assert {r.clientd for r in first.got} == {42} and {r.clientd for r in second.got} == {"b"}
+        assert {r.type for r in first.got + second.got} == {MsgType.RESPONSE}
+        assert req_a.responses == 2 and req_a.index != req_b.index
+        req_b.close()
+    stats = client.statistics()
+    assert stats.request_msgs_sent == 2 and stats.response_msgs_rcved == 4 and stats.requests_open == 0
+    assert one.statistics().request_msgs_rcved == 2 and one.statistics().response_msgs_sent == 2
+
+
+def test_a_large_request_and_a_large_response_are_fragmented_and_whole(contexts: Contexts) -> None:
+    client, server = contexts.new(), contexts.new()
+    big = bytes(range(256)) * 800  # 204,800 bytes: fragments on the way out and a long UIM back
+    server.create_receiver(
+        "big", lambda m: m.respond(bytes(m.data)[::-1]) if m.type is MsgType.REQUEST else None
+    )
+    src, events = _source(client, "big", "lbtrm")
+    _topic_ready(client, src, events, "lbtrm", [server])
+    got = Responses()
+    with src.send_request(big, got, flags=openum.SendFlags.FLUSH):
+        assert got.wait(1)
+    assert got.got[0].data == big[::-1]
+
+
+def test_a_closed_request_drops_late_responses_and_counts_them(contexts: Contexts) -> None:
+    client, server = contexts.new(), contexts.new()
+    holder = Server(b"late:", retain=True)
+    server.create_receiver("svc", holder)
+    src, events = _source(client, "svc", "tcp")
+    _topic_ready(client, src, events, "tcp", [server])
+    got = Responses()
+    request = src.send_request(b"x", got, flags=openum.SendFlags.FLUSH)
+    assert wait_until(lambda: holder.count() == 1, WAIT)
+    retained = holder.requests[0]
+    retained.respond(b"on time")
+    assert got.wait(1)
+    request.close()
+    retained.respond(b"too late")
+    assert wait_until(lambda: client.statistics().response_msgs_dropped == 1, WAIT)
+    assert [r.data for r in got.got] == [b"on time"]
+    retained.release()
+    with pytest.raises(InvalidStateError, match="no longer alive"):
+        retained.respond(b"after release")
+
+
+def test_respond_is_refused_on_a_message_that_is_not_a_request(contexts: Contexts) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    errors: list[str] = []
+
+    def callback(msg: Message) -> None:
+        if msg.type is MsgType.DATA:
+            try:
+                msg.respond(b"no")
+            except InvalidStateError as exc:
+                errors.append(str(exc))
+
+    sub.create_receiver("plain", callback)
+    src, events = _source(pub, "plain", "tcp")
+    _topic_ready(pub, src, events, "tcp", [sub])
+    src.send(b"data", openum.SendFlags.FLUSH)
+    assert wait_until(lambda: errors, WAIT)
+    assert "only a REQUEST message can be answered; this is a DATA message" in errors[0]
+
+
+def test_a_responder_whose_requester_died_gets_a_clear_error(ports: Ports) -> None:
+    server = openum.Context(options=ports.options())
+    client = openum.Context(options=ports.options())
+    holder = Server(b"", retain=True)
+    try:
+        server.create_receiver("svc", holder)
+        src, events = _source(client, "svc", "tcp")
+        _topic_ready(client, src, events, "tcp", [server])
+        src.send_request(b"x", Responses(), flags=openum.SendFlags.FLUSH)
+        assert wait_until(lambda: holder.count() == 1, WAIT)
+        target = f"TCP:{client.request_port[0]}:{client.request_port[1]}"  # type: ignore[index]
+        client.__exit__(None, None, None)  # the requester goes away, its request port with it
+        msg = holder.requests[0]
+        errors: list[UimConnectionError] = []
+
+        def fails() -> bool:
+            try:
+                msg.respond(b"anyone there?")
+            except UimConnectionError as exc:
+                errors.append(exc)
+                return True
+            return False
+
+        assert wait_until(fails, WAIT), server.statistics()
+        assert target in str(errors[0])
+        assert server.statistics().uim_out_connections_failed >= 1
+        msg.release()
+    finally:
+        server.__exit__(None, None, None)
+        client.__exit__(None, None, None)
+
+
+# ---- unicast immediate messages (10.7)
+
+
+class ContextInbox:
+    def __init__(self) -> None:
+        self.got: list[tuple[str, bytes, int, Any]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, msg: Message, clientd: Any) -> None:
+        with self.lock:
+            self.got.append((msg.topic, bytes(msg.data), int(msg.flags), clientd))
+
+    def wait(self, n: int) -> bool:
+        return wait_until(lambda: len(self.got) >= n, WAIT)
+
+
+def test_a_uim_with_a_topic_reaches_only_the_target_contexts_receiver(contexts: Contexts) -> None:
+    sender, target, bystander = contexts.new(), contexts.new(), contexts.new()
+    at_target, at_bystander = Recorder(), Recorder()
+    target.create_receiver("T", at_target)
+    bystander.create_receiver("T", at_bystander)
+    assert target.immediate_target == f"TCP:{target.request_port[0]}:{target.request_port[1]}"  # type: ignore[index]
+    sender.unicast_immediate_message(target.immediate_target, b"hello", topic="T")  # type: ignore[arg-type]
+    assert wait_until(lambda: at_target.count() == 1, WAIT)
+    (got,) = at_target.of(MsgType.DATA)
+    assert got.data == b"hello" and got.topic == "T"
+    sender.unicast_immediate_message(target.immediate_target, b"second", topic="T")  # type: ignore[arg-type]
+    assert wait_until(lambda: at_target.count() == 2, WAIT)
+    assert at_bystander.count() == 0
+    assert sender.statistics().uim_out_connections_opened == 1  # one connection, reused
+    assert target.statistics().immediate_msgs_rcved == 2
+
+
+def test_uim_flags_topicless_and_topic_callbacks_and_drops(contexts: Contexts) -> None:
+    sender, target = contexts.new(), contexts.new()
+    flags: list[int] = []
+    target.create_receiver("T", lambda m: flags.append(int(m.flags)))
+    topicless, other_topics = ContextInbox(), ContextInbox()
+    address = target.immediate_target
+    assert address is not None
+    sender.unicast_immediate_message(address, b"nobody")  # no callback yet: dropped, counted
+    assert wait_until(lambda: target.statistics().immediate_msgs_dropped_no_receiver == 1, WAIT)
+    target.receive_immediate_messages(topicless, "ctx-d")
+    target.receive_immediate_topic_messages(other_topics, "topic-d")
+    sender.unicast_immediate_message(address, b"t", topic="T")
+    sender.unicast_immediate_message(address, b"none")
+    sender.unicast_immediate_message(address, b"u", topic="Unheard")
+    assert topicless.wait(1) and other_topics.wait(1) and wait_until(lambda: flags, WAIT)
+    assert flags[0] & MsgFlags.IMMEDIATE and not flags[0] & MsgFlags.TOPICLESS
+    (none,) = topicless.got
+    assert none[1:] == (b"none", int(MsgFlags.IMMEDIATE | MsgFlags.TOPICLESS), "ctx-d")
+    assert other_topics.got == [("Unheard", b"u", int(MsgFlags.IMMEDIATE), "topic-d")]
+
+
+def test_a_wildcard_receiver_gets_uims_of_matching_topics(contexts: Contexts) -> None:
+    sender, target = contexts.new(), contexts.new()
+    rec = Recorder()
+    target.create_wildcard_receiver(r"^W/.*", rec)
+    sender.unicast_immediate_message(target.immediate_target or "", b"w", topic="W/1")
+    assert wait_until(lambda: rec.count() == 1, WAIT)
+    assert rec.of(MsgType.DATA)[0].topic == "W/1"
+
+
+def test_immediate_messages_through_event_queues_are_counted(contexts: Contexts) -> None:
+    sender, target = contexts.new(), contexts.new()
+    evq = openum.EventQueue(attrs={"queue_count_enabled": 1})
+    try:
+        inbox = ContextInbox()
+        target.receive_immediate_messages(inbox, None, event_queue=evq)
+        target.create_receiver("svc", lambda m: m.respond(b"r") if m.type is MsgType.REQUEST else None)
+        sender.unicast_immediate_message(target.immediate_target or "", b"q")
+        got = Responses()
+        with sender.unicast_immediate_request(
+            target.immediate_target or "", b"?", got, topic="svc", event_queue=evq
+        ):
+            assert wait_until(lambda: evq.statistics().topicless_im_msgs_tot == 1, WAIT)
+            assert wait_until(lambda: evq.statistics().resp_msgs_tot == 1, WAIT)
+            while evq.dispatch(openum.EventQueue.POLL):
+                pass
+        assert inbox.got[0][1] == b"q" and [r.data for r in got.got] == [b"r"]
+    finally:
+        evq.close()
+
+
+def test_an_immediate_request_to_a_topicless_callback_is_answered(contexts: Contexts) -> None:
+    client, server = contexts.new(), contexts.new()
+    server.receive_immediate_messages(lambda m, _d: m.respond(b"pong:" + bytes(m.data)))
+    got = Responses()
+    with client.unicast_immediate_request(server.immediate_target or "", b"ping", got, clientd=7):
+        assert got.wait(1)
+    assert got.got[0].data == b"pong:ping" and got.got[0].clientd == 7
+
+
+# ---- sending to sources (10.15)
+
+
+def test_sending_to_a_source_reaches_that_sources_context_and_no_other(contexts: Contexts) -> None:
+    publisher, other_publisher, subscriber = contexts.new(), contexts.new(), contexts.new()
+    inbox, other_inbox = ContextInbox(), ContextInbox()
+    publisher.receive_immediate_messages(inbox)
+    other_publisher.receive_immediate_messages(other_inbox)
+    sources: list[str] = []
+    subscriber.create_receiver("feed", lambda m: sources.append(m.source) if m.type is MsgType.BOS else None)
+    subscriber.create_receiver("feed2", lambda m: None)
+    src, events = _source(publisher, "feed", "tcp")
+    other_publisher.create_source("feed2", attrs={"transport": "tcp"})
+    assert events.wait(SourceEvent.CONNECT, 1) and wait_until(lambda: sources, WAIT)
+    subscriber.unicast_immediate_message(f"SOURCE:{sources[0]}", b"refresh please")
+    assert inbox.wait(1)
+    assert inbox.got[0][1] == b"refresh please"
+    assert other_inbox.got == []
+    with pytest.raises(ValueError, match="only with the SOURCE: prefix"):
+        subscriber.unicast_immediate_message(sources[0], b"bare")
+    with pytest.raises(ValueError, match="not in this context's resolver cache"):
+        subscriber.unicast_immediate_message("SOURCE:TCP:127.0.0.1:9:1", b"unknown")
+    del src
+
+
+# ---- the request port
+
+
+def test_malformed_bytes_on_the_request_port_are_counted_and_the_context_keeps_working(
+    contexts: Contexts,
+) -> None:
+    sender, target = contexts.new(), contexts.new()
+    inbox = ContextInbox()
+    target.receive_immediate_messages(inbox)
+    with socket.create_connection(target.request_port) as raw:  # type: ignore[arg-type]
+        raw.sendall(b"\xff" * 64)  # version nibble 0xf: not LBMC
+        assert wait_until(lambda: target.statistics().uim_port_connections_closed_malformed == 1, WAIT)
+    sender.unicast_immediate_message(target.immediate_target or "", b"still here")
+    assert inbox.wait(1)
+
+
+def test_request_port_options(ports: Ports) -> None:
+    with openum.Context(options=ports.options("context request_tcp_bind_request_port 0")) as none:
+        assert none.request_port is None and none.immediate_target is None
+        src = none.create_source("x", attrs={"transport": "tcp"})
+        with pytest.raises(InvalidStateError, match="request_tcp_bind_request_port is 0"):
+            src.send_request(b"r", Responses())
+        src.close()
+    port = ports.request_low + 3
+    with openum.Context(options=ports.options(f"context request_tcp_port {port}")) as fixed:
+        assert fixed.request_port == ("127.0.0.1", port)
+    with pytest.raises(ValueError, match="not valid"), openum.Context(options=ports.options()) as ctx:
+        ctx.unicast_immediate_message("UDP:1.2.3.4:5", b"")
+
+
+def test_send_request_refuses_batching_flags_and_bad_callbacks(contexts: Contexts) -> None:
+    ctx = contexts.new()
+    src = ctx.create_source("flags", attrs={"transport": "tcp"})
+    with pytest.raises(ValueError, match="cannot be part of an explicit batch"):
+        src.send_request(b"", Responses(), flags=openum.SendFlags.START_BATCH)
+    with pytest.raises(TypeError, match="must be callable"):
+        src.send_request(b"", "not a function")  # type: ignore[arg-type]
+    assert ctx.statistics().requests_open == 0
