@@ -120,15 +120,16 @@ class ContextStatistics:
     ``response_msgs_sent``, ``response_msgs_rcved`` (delivered to a request's callback),
     ``response_msgs_dropped`` (for a request that was closed or is unknown), ``immediate_msgs_sent``,
     ``immediate_msgs_rcved``, ``immediate_msgs_dropped_no_receiver`` (no receiver and no context callback
-    took it), ``immediate_control_msgs_ignored``, ``requests_open``; the request port's
-    ``uim_port_connections_accepted``, ``_active``, ``_refused_limit`` (past its connection limit),
-    ``_closed_idle`` (``request_tcp_activity_timeout``), ``_closed_malformed`` (bytes that are not LBMC
-    messages), ``uim_port_msgs_rcved``, ``uim_port_bytes_rcved``, ``uim_port_msgs_dropped_malformed``; and
-    the outgoing UIM connections' ``uim_out_connections_opened``, ``_active``, ``_failed`` (the peer could not
-    be reached), ``_closed_idle`` (``response_tcp_deletion_timeout``), ``_closed_stalled``
-    (``response_tcp_activity_timeout``), ``uim_out_msgs_sent``, ``uim_out_bytes_sent``,
-    ``uim_out_msgs_dropped`` and ``uim_out_bytes_dropped`` (queued for a connection that failed or
-    closed), ``uim_out_bytes_queued``.
+    took it), ``immediate_control_msgs_ignored``, ``immediate_fragments_dropped`` (fragments of an
+    immediate message or response that cannot be reassembled: too large, inconsistent, or evicted
+    unfinished), ``requests_open``; the request port's ``uim_port_connections_accepted``, ``_active``,
+    ``_refused_limit`` (past its connection limit), ``_closed_idle`` (``request_tcp_activity_timeout``),
+    ``_closed_malformed`` (bytes that are not LBMC messages), ``uim_port_msgs_rcved``,
+    ``uim_port_bytes_rcved``, ``uim_port_msgs_dropped_malformed``; and the outgoing UIM connections'
+    ``uim_out_connections_opened``, ``_active``, ``_failed`` (the peer could not be reached), ``_closed_idle``
+    (``response_tcp_deletion_timeout``), ``_closed_stalled`` (``response_tcp_activity_timeout``),
+    ``uim_out_msgs_sent``, ``uim_out_bytes_sent``, ``uim_out_msgs_dropped`` and ``uim_out_bytes_dropped``
+    (queued for a connection that failed or closed), ``uim_out_bytes_queued``.
     """
 
     tr_dgrams_sent: int
@@ -184,6 +185,7 @@ class ContextStatistics:
     immediate_msgs_rcved: int
     immediate_msgs_dropped_no_receiver: int
     immediate_control_msgs_ignored: int
+    immediate_fragments_dropped: int
     requests_open: int
     uim_port_connections_accepted: int
     uim_port_connections_active: int

@@ -19,6 +19,8 @@ from tests.integration.test_lbmrd_process import LbmrdProcess, free_udp_port
 
 TESTS = Path(__file__).resolve().parents[1]
 
+RR = "integration/test_request_response.py"
+
 #: Counters moved by the tests of this file.
 HERE = {
     # test_resolution_counters_move_between_two_contexts
@@ -55,6 +57,35 @@ ELSEWHERE = {
     "wildcard_tqrs_dropped_work": "integration/test_hostile_resolution.py",
     "wildcard_match_steps": "integration/test_hostile_resolution.py",
     "tmr_records_ignored": "integration/test_hostile_resolution.py",
+    "request_msgs_sent": RR,
+    "request_msgs_rcved": RR,
+    "response_msgs_sent": RR,
+    "response_msgs_rcved": RR,
+    "response_msgs_dropped": RR,
+    "immediate_msgs_sent": RR,
+    "immediate_msgs_rcved": RR,
+    "immediate_msgs_dropped_no_receiver": RR,
+    "immediate_control_msgs_ignored": RR,
+    "immediate_fragments_dropped": RR,
+    "requests_open": RR,
+    "uim_port_connections_accepted": RR,
+    "uim_port_connections_active": RR,
+    "uim_port_connections_refused_limit": RR,
+    "uim_port_connections_closed_idle": RR,
+    "uim_port_connections_closed_malformed": RR,
+    "uim_port_msgs_rcved": RR,
+    "uim_port_bytes_rcved": RR,
+    "uim_port_msgs_dropped_malformed": RR,
+    "uim_out_connections_opened": RR,
+    "uim_out_connections_active": RR,
+    "uim_out_connections_failed": RR,
+    "uim_out_connections_closed_idle": RR,
+    "uim_out_connections_closed_stalled": RR,
+    "uim_out_msgs_sent": RR,
+    "uim_out_bytes_sent": RR,
+    "uim_out_msgs_dropped": RR,
+    "uim_out_bytes_dropped": RR,
+    "uim_out_bytes_queued": RR,
 }
 
 

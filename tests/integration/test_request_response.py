@@ -16,6 +16,9 @@ import pytest
 
 import openum
 from openum import InvalidStateError, Message, MsgFlags, MsgType, SourceEvent, UimConnectionError
+from openum._immediate import MAX_IMMEDIATE_LEN
+from openum.transport.uim import MAX_INCOMING
+from openum.wire.lbmc import FragmentHeader, LbmcMessage, MessageType, TsniHeader, encode_message
 from tests.helpers import wait_until
 from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
 
@@ -384,3 +387,78 @@ def test_send_request_refuses_batching_flags_and_bad_callbacks(contexts: Context
     with pytest.raises(TypeError, match="must be callable"):
         src.send_request(b"", "not a function")  # type: ignore[arg-type]
     assert ctx.statistics().requests_open == 0
+
+
+# ---- every connection counter moves (tests/integration/test_context_statistics.py maps them here)
+
+
+def test_every_request_port_and_uim_connection_counter_moves(ports: Ports) -> None:
+    idle = "context request_tcp_activity_timeout 300"
+    quick = ("context response_tcp_deletion_timeout 300", "context response_tcp_activity_timeout 300")
+    with (
+        openum.Context(options=ports.options(idle)) as target,
+        openum.Context(
+            options=ports.options(*quick, "context response_session_sender_socket_buffer 4096")
+        ) as sender,
+    ):
+        inbox = ContextInbox()
+        target.receive_immediate_messages(inbox)
+        address = target.immediate_target or ""
+        sender.unicast_immediate_message(address, b"counted")
+        assert inbox.wait(1)
+        s, t = sender.statistics(), target.statistics()
+        assert (
+            s.immediate_msgs_sent == 1 and s.uim_out_msgs_sent == 1 and s.uim_out_bytes_sent > len(b"counted")
+        )
+        assert s.uim_out_connections_active == 1
+        assert t.uim_port_connections_accepted == 1 and t.uim_port_connections_active == 1
+        assert t.uim_port_msgs_rcved == 1 and t.uim_port_bytes_rcved == s.uim_out_bytes_sent
+        # Idle: the sender's connection goes after response_tcp_deletion_timeout.
+        assert wait_until(lambda: sender.statistics().uim_out_connections_closed_idle == 1, WAIT)
+        # A stranger that connects and says nothing goes after request_tcp_activity_timeout; one that sends
+        # a control message has it ignored; one that sends an impossible fragment has it dropped; one that
+        # sends garbage is closed.
+        with socket.create_connection(target.request_port) as silent:  # type: ignore[arg-type]
+            assert wait_until(lambda: target.statistics().uim_port_connections_closed_idle >= 1, WAIT)
+            assert silent.recv(1) == b""  # closed by the context
+        control = encode_message(LbmcMessage(MessageType.CONTROL, headers=(TsniHeader(((0, 1),)),)))
+        huge = FragmentHeader(0, 0, MAX_IMMEDIATE_LEN + 1)
+        fragment = encode_message(LbmcMessage(MessageType.DATA, 0, 0, (huge,), b"x" * 16))
+        with socket.create_connection(target.request_port) as raw:  # type: ignore[arg-type]
+            raw.sendall(control + fragment)
+            assert wait_until(lambda: target.statistics().immediate_fragments_dropped == 1, WAIT)
+            assert target.statistics().immediate_control_msgs_ignored == 1
+            raw.sendall(b"\xff" * 16)
+            assert wait_until(lambda: target.statistics().uim_port_msgs_dropped_malformed == 1, WAIT)
+        # A peer that never reads: the queue fills (WouldBlock), then the connection is closed as stalled
+        # after response_tcp_activity_timeout and what waited is dropped.
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            stuck = f"TCP:127.0.0.1:{listener.getsockname()[1]}"
+            blocked = False
+            for _ in range(1000):
+                try:
+                    sender.unicast_immediate_message(stuck, bytes(60_000))
+                except openum.WouldBlock:
+                    blocked = True
+                    break
+            assert blocked and sender.statistics().uim_out_bytes_queued > 0
+            assert wait_until(lambda: sender.statistics().uim_out_connections_closed_stalled == 1, WAIT)
+            s = sender.statistics()
+            assert s.uim_out_msgs_dropped >= 1 and s.uim_out_bytes_dropped > 0 and s.uim_out_bytes_queued == 0
+
+
+def test_a_request_port_closes_connections_past_its_limit(ports: Ports) -> None:
+    # A deep listen backlog: with UM's 5, the kernel drops SYNs of a burst and clients retry after 1 s.
+    with openum.Context(options=ports.options("context request_tcp_listen_backlog 2048")) as target:
+        sockets = []
+        try:
+            for _ in range(MAX_INCOMING + 1):
+                sockets.append(socket.create_connection(target.request_port))  # type: ignore[arg-type]
+            assert wait_until(lambda: target.statistics().uim_port_connections_refused_limit >= 1, WAIT)
+            assert target.statistics().uim_port_connections_active == MAX_INCOMING
+        finally:
+            for sock in sockets:
+                sock.close()

@@ -421,6 +421,12 @@ def test_every_event_queue_counter_moves_through_the_public_api(contexts: Contex
         src = pub.create_source("wc/all/a", event_callback=lambda *_: None, event_queue=evq)  # source_events
         evq.call(_spin, 100)  # callback_events
         evq.unblock()  # unblock_events
+        sub.receive_immediate_messages(lambda _m, _d: _spin(100), event_queue=evq)  # topicless_im_msgs
+        pub.unicast_immediate_message(sub.immediate_target or "", b"im")
+        pub.create_receiver("wc/rr", lambda m: m.respond(b"r") if m.type is openum.MsgType.REQUEST else None)
+        request = sub.unicast_immediate_request(  # resp_msgs
+            pub.immediate_target or "", b"q", lambda _m: _spin(100), topic="wc/rr", event_queue=evq
+        )
 
         def totals() -> dict[str, int]:
             stats = evq.statistics()
@@ -428,7 +434,7 @@ def test_every_event_queue_counter_moves_through_the_public_api(contexts: Contex
 
         TOTALS = (
             "timer_events_tot", "io_events_tot", "wrcv_msgs_tot", "data_msgs_tot", "source_events_tot",
-            "callback_events_tot", "unblock_events_tot",
+            "callback_events_tot", "unblock_events_tot", "topicless_im_msgs_tot", "resp_msgs_tot",
         )  # fmt: skip
         assert wait_until(lambda: all(totals().values())), totals()  # BOS for the receivers, CONNECT
         assert evq.statistics().unblock_events == 1  # queued until a dispatch consumes it
@@ -437,10 +443,11 @@ def test_every_event_queue_counter_moves_through_the_public_api(contexts: Contex
             pass
         stats = evq.statistics()
         queued_now = {"events", "data_msgs", "wrcv_msgs", "io_events", "timer_events", "source_events"}
-        queued_now |= {"callback_events", "unblock_events"}
+        queued_now |= {"callback_events", "unblock_events", "topicless_im_msgs", "resp_msgs"}
         zero = {name for name, value in asdict(stats).items() if value == 0}
         # Everything moved; what is zero is only what is queued now (all dispatched) and no drop.
         assert zero == queued_now | {"dropped_tot"}, zero
+        request.close()
         src.close()
         wrcv.close()
         rcv.close()
