@@ -78,7 +78,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from openum.cli import _bench, _config_cmd, _demo_cmd, _latency, _lbmrd_cmd, _pubsub, _tr_monitor
+    from openum.cli import (
+        _bench,
+        _config_cmd,
+        _demo_cmd,
+        _latency,
+        _lbmrd_cmd,
+        _pubsub,
+        _reqresp,
+        _tr_monitor,
+    )
 
     parser = _Parser(
         prog="openum",
@@ -91,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _lbmrd_cmd.register(sub, common)
     _tr_monitor.register(sub, common)
     _pubsub.register(sub, common)
+    _reqresp.register(sub, common)
     _demo_cmd.register(sub, common)
     _latency.register(sub, common)
     _bench.register(sub, common)
