@@ -60,6 +60,7 @@ from openum.wire.lbmc import (
     RequestHeader,
     ResponseHeader,
     ReturnContextInstanceHeader,
+    SourceIndexHeader,
     StreamHeader,
     TopicNameHeader,
     encode_message,
@@ -79,6 +80,7 @@ __all__ = [
     "ResponseCallback",
     "Target",
     "parse_target",
+    "source_index",
 ]
 
 #: ``callback(msg)`` for the responses to a request: ``msg.type`` is ``RESPONSE``, ``msg.receiver_clientd``
@@ -98,6 +100,9 @@ class Target:
 
     address: tuple[str, int]
     instance: bytes | None = None
+    #: For a ``SOURCE:`` target: the source's index (:func:`source_index`), so that its own callback gets
+    #: the message.
+    source_index: int | None = None
 
     def __str__(self) -> str:
         return f"TCP:{self.address[0]}:{self.address[1]}"
@@ -289,6 +294,7 @@ class ImmediateMessaging:
         self._stream_sqns: dict[tuple[str, int], int] = {}
         self._send_lock = threading.Lock()
         self._partials: dict[tuple[Any, ...], _Partial] = {}
+        self._source_callbacks: dict[int, ContextCallback] = {}
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._callbacks: dict[bool, ContextCallback | None] = {
             False: _option_callback(attrs.get("immediate_message_receiver_function")),
@@ -417,6 +423,8 @@ class ImmediateMessaging:
         if where.instance is not None:
             headers.append(DestinationContextInstanceHeader(where.instance))
         headers.append(ReturnContextInstanceHeader(self.instance))
+        if where.source_index is not None:
+            headers.append(SourceIndexHeader(where.source_index))
         if topic is not None:
             headers.append(TopicNameHeader(topic))
         if request is not None:
@@ -486,6 +494,20 @@ class ImmediateMessaging:
             raise TypeError("event_queue must be an openum.EventQueue or None")
         self._callbacks[topic] = None if callback is None else (callback, clientd, event_queue)
 
+    def set_source_callback(
+        self, index: int, callback: Callable[..., Any] | None, clientd: Any, event_queue: EventQueue | None
+    ) -> None:
+        """Messages sent to the source whose :func:`source_index` is ``index`` go to ``callback``."""
+        if callback is not None and not callable(callback):
+            raise TypeError(f"the immediate message callback must be callable, not {type(callback).__name__}")
+        if event_queue is not None and not isinstance(event_queue, EventQueue):
+            raise TypeError("event_queue must be an openum.EventQueue or None")
+        with self._lock:
+            if callback is None:
+                self._source_callbacks.pop(index, None)
+            else:
+                self._source_callbacks[index] = (callback, clientd, event_queue)
+
     # -- what arrives (context thread) -----------------------------------------------------------------
     def _on_message(self, msg: LbmcMessage, peer: tuple[str, int]) -> None:
         if not msg.is_data:
@@ -513,6 +535,16 @@ class ImmediateMessaging:
         instance = None if sender is None else sender.ctxinst
         flags = _IMMEDIATE if topic is not None else _IMMEDIATE | _TOPICLESS
         msg_type = MsgType.REQUEST if request is not None else MsgType.DATA
+        addressed = msg.header(SourceIndexHeader)
+        if addressed is not None:
+            with self._lock:
+                own = self._source_callbacks.get(addressed.source_index)
+            if own is not None:  # sent to one of this context's sources, which takes such messages
+                out = Message(msg_type, topic or "", source, payload, 0, flags, properties)
+                if request is not None:
+                    out.response = self._response(request, topic, instance)
+                self._call(own, out, EventKind.SOURCE)
+                return
         delivered = False
         if topic is not None:
             for rcv in self._receivers_of(topic):
@@ -545,13 +577,15 @@ class ImmediateMessaging:
             return receivers
         return [w for w in resolver._wildcards.values() if w.matches(topic)]
 
-    def _call(self, entry: ContextCallback, msg: Message) -> None:
+    def _call(self, entry: ContextCallback, msg: Message, kind: EventKind = EventKind.TOPICLESS_IM) -> None:
         callback, clientd, queue = entry
         msg.receiver_clientd = clientd
         if queue is not None:
             if isinstance(msg._data, memoryview):
                 msg._data = bytes(msg._data)
-            queue.enqueue(EventKind.TOPICLESS_IM, self._run_context_callback, callback, clientd, msg, True)
+            queued = queue.enqueue(kind, self._run_context_callback, callback, clientd, msg, True)
+            if not queued and msg.response is not None:  # the queue is shut down: nobody will answer
+                msg.response.close()
             return
         self._run_context_callback(callback, clientd, msg, False)
 
@@ -703,4 +737,12 @@ def _target_of(info: TopicInfo, source: str) -> Target:
             f"source {source!r}: its context advertises no request port (it is not an openum or UM context "
             f"with request_tcp_bind_request_port 1), so immediate messages cannot reach it"
         )
-    return Target(address, instance)
+    return Target(address, instance, source_index(info.transport, info.index))
+
+
+def source_index(transport: Any, topic_index: int) -> int:
+    """A source's index in the SRCIDX header of a message sent to it (UM Concepts Guide 10.15): its
+    transport session id (0 without one) in the high 32 bits, its topic index in the low ones.  Both
+    ends compute it from what the source's TIR says, so it names one source of the target context."""
+    session = getattr(transport, "session_id", None) or 0
+    return (session << 32) | (topic_index & _MAX_INDEX)

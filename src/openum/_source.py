@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from openum._errors import ClosedError, NotSupportedError
-from openum._message import SourceEvent
+from openum._immediate import source_index
+from openum._message import Message, SourceEvent
 from openum.config import Attributes
 from openum.protocol.resolution import SourceSpec
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
@@ -207,6 +208,25 @@ class Source(TopicSender):
             raise
         return request
 
+    def receive_immediate_messages(
+        self,
+        callback: Callable[[Message, Any], Any] | None,
+        clientd: Any = None,
+        *,
+        event_queue: EventQueue | None = None,
+    ) -> None:
+        """Take the immediate messages sent to this source (``"SOURCE:" + its source string``, UM Concepts
+        Guide 10.15): ``callback(msg, clientd)`` gets them (and immediate requests, which it may answer) on
+        the context thread, or through ``event_queue`` (counted as ``source_events``), and no other
+        callback does.  Without one (or after ``None``) they reach the context as any immediate message:
+        the receivers of their topic, or the context's immediate message callbacks."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        self.ctx._immediate.set_source_callback(self._immediate_index(), callback, clientd, event_queue)
+
+    def _immediate_index(self) -> int:
+        return source_index(self.session.transport_info(), self.topic_index)
+
     def flush(self) -> None:
         """Send what implicit batching holds now (``lbm_src_flush``)."""
         if self.closed:
@@ -258,6 +278,7 @@ class Source(TopicSender):
         except ClosedError:
             pass
         self.closed = True
+        self.ctx._immediate.set_source_callback(self._immediate_index(), None, None, None)
         self.ctx._on_loop(self.ctx._resolver.remove_source, self.id)
         self.session.release_index(self.topic_index)
         self.ctx._release_source_session(self.transport, self.session)

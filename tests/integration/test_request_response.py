@@ -349,6 +349,34 @@ def test_sending_to_a_source_reaches_that_sources_context_and_no_other(contexts:
     del src
 
 
+def test_a_message_sent_to_a_source_reaches_that_sources_callback_and_no_other(contexts: Contexts) -> None:
+    publisher, subscriber = contexts.new(), contexts.new()
+    context_inbox, feed_inbox, other_inbox = ContextInbox(), ContextInbox(), ContextInbox()
+    publisher.receive_immediate_messages(context_inbox)
+    feed_events = SourceEvents()
+    feed = publisher.create_source("feed/a", attrs={"transport": "tcp"}, event_callback=feed_events)
+    other = publisher.create_source("feed/b", attrs={"transport": "tcp"})  # same session, next topic index
+    feed.receive_immediate_messages(feed_inbox, "feed-d")
+    other.receive_immediate_messages(other_inbox, "other-d")
+    sources: list[str] = []
+    subscriber.create_receiver(
+        "feed/a", lambda m: sources.append(m.source) if m.type is MsgType.BOS else None
+    )
+    assert feed_events.wait(SourceEvent.CONNECT) and wait_until(lambda: sources, WAIT)
+    subscriber.unicast_immediate_message(f"SOURCE:{sources[0]}", b"refresh")
+    got = Responses()
+    with subscriber.unicast_immediate_request(f"SOURCE:{sources[0]}", b"snapshot?", got):
+        assert feed_inbox.wait(2)
+        assert feed_inbox.got[0] == ("", b"refresh", int(MsgFlags.IMMEDIATE | MsgFlags.TOPICLESS), "feed-d")
+        assert context_inbox.got == [] and other_inbox.got == []
+    # Without its own callback, a source's messages reach the context's.
+    feed.receive_immediate_messages(None)
+    subscriber.unicast_immediate_message(f"SOURCE:{sources[0]}", b"to the context")
+    assert context_inbox.wait(1) and context_inbox.got[0][1] == b"to the context"
+    other.close()
+    feed.close()
+
+
 # ---- the request port
 
 
