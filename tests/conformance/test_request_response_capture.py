@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import openum
-from openum import MsgType, SendFlags, SourceEvent
+from openum import MsgType, SendFlags, SourceEvent, SourceString
 from openum.wire.lbmc import RESPONSE_EXTOPT_SUBTYPE
 from tests.conformance.test_tr_capture import Capture
 from tests.conformance.tshark import TCP_ANALYSIS_EXPERT, Tshark
@@ -32,6 +32,7 @@ FIELDS = [
     "lbmc.ctxinstr",
     "lbmc.ctxinstd",
     "lbmc.stream.stream_id",
+    "lbmc.srcidx.srcidx",
     "lbmc.extopt.subtype",
     "lbmr.topt.exfunc.src_tcp_port",
     "_ws.col.Info",
@@ -105,7 +106,10 @@ def test_requests_responses_and_uims_decode_cleanly_with_the_fields_sent(
                 "rr/feed", lambda m: sources.append(m.source) if m.type is MsgType.BOS else None
             )
             feed_events = SourceEvents()
-            server.create_source("rr/feed", attrs={"transport": "tcp"}, event_callback=feed_events)
+            feed = server.create_source("rr/feed", attrs={"transport": "tcp"}, event_callback=feed_events)
+            parsed = SourceString.parse(feed.source_string)
+            assert parsed.session_id is not None and parsed.topic_index is not None
+            feed_index = (parsed.session_id << 32) | parsed.topic_index
             assert feed_events.wait(SourceEvent.CONNECT) and wait_until(lambda: sources, WAIT)
             client.unicast_immediate_message(f"SOURCE:{sources[0]}", b"to the source")
             assert wait_until(lambda: len(inbox) == 2, WAIT), inbox
@@ -154,6 +158,7 @@ def test_requests_responses_and_uims_decode_cleanly_with_the_fields_sent(
     assert "rr/tcp" in topics and "rr/topic" in topics
     assert any(int(q) == indices["uim"] for r in to_server for q in r.get("lbmc.tcp_request.qidx", []))
     assert any("lbmc.ctxinstd" in r for r in to_server), "the UIM to a source names its context instance"
+    assert [int(i, 0) for r in to_server for i in r.get("lbmc.srcidx.srcidx", [])] == [feed_index]
     # Every TIR of the server's feed advertises its request port.
     exfunc = {int(p) for r in rows for p in r.get("lbmr.topt.exfunc.src_tcp_port", [])}
     assert server_port[1] in exfunc and client_port[1] in exfunc
