@@ -129,7 +129,10 @@ class ContextStatistics:
     ``uim_out_connections_opened``, ``_active``, ``_failed`` (the peer could not be reached), ``_closed_idle``
     (``response_tcp_deletion_timeout``), ``_closed_stalled`` (``response_tcp_activity_timeout``),
     ``uim_out_msgs_sent``, ``uim_out_bytes_sent``, ``uim_out_msgs_dropped`` and ``uim_out_bytes_dropped``
-    (queued for a connection that failed or closed), ``uim_out_bytes_queued``.
+    (queued for a connection that failed or closed), ``uim_out_bytes_queued``.  Multicast immediate
+    messages: ``mim_msgs_sent``, ``mim_msgs_rcved``, ``mim_unrecoverable_loss`` (messages of MIM sessions
+    lost for good), ``mim_sessions_created`` (temporary MIM sessions this context created),
+    ``mim_sessions_active`` (MIM sessions heard now), ``mim_dgrams_dropped_malformed``.
     """
 
     tr_dgrams_sent: int
@@ -187,6 +190,12 @@ class ContextStatistics:
     immediate_control_msgs_ignored: int
     immediate_fragments_dropped: int
     requests_open: int
+    mim_msgs_sent: int
+    mim_msgs_rcved: int
+    mim_unrecoverable_loss: int
+    mim_sessions_created: int
+    mim_sessions_active: int
+    mim_dgrams_dropped_malformed: int
     uim_port_connections_accepted: int
     uim_port_connections_active: int
     uim_port_connections_refused_limit: int
@@ -211,7 +220,7 @@ class ContextStatistics:
 _IMMEDIATE_FIELDS: Final = tuple(
     f.name
     for f in fields(ContextStatistics)
-    if f.name.startswith(("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_"))
+    if f.name.startswith(("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_", "mim_"))
 )
 
 
@@ -629,6 +638,49 @@ class Context:
             raise
         return request
 
+    def multicast_immediate_message(
+        self,
+        data: bytes | bytearray | memoryview,
+        *,
+        topic: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Send a multicast immediate message (``lbm_multicast_immediate_message``, seed 10.8): to every
+        context that receives MIM (``mim_address`` / ``mim_incoming_address`` set to the group), without a
+        source or topic resolution, over the context's temporary LBT-RM session to
+        ``mim_outgoing_address:mim_outgoing_destination_port``.  Delivered there as a unicast immediate
+        message is (receivers of ``topic``, else the context callbacks).  Never blocks; raises
+        :class:`~openum.WouldBlock` only when 16 MB wait for the LBT-RM rate limit already."""
+        self._check_open("send a multicast immediate message")
+        checked = self._immediate_topic(topic)
+        self._immediate.send_multicast(data, checked, properties_block(properties))
+
+    def multicast_immediate_request(
+        self,
+        data: bytes | bytearray | memoryview,
+        callback: ResponseCallback,
+        clientd: Any = None,
+        *,
+        topic: str | None = None,
+        event_queue: EventQueue | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> Request:
+        """Send a request as a multicast immediate message (``lbm_multicast_immediate_request``, seed
+        10.8.1): every MIM-receiving context's receivers of ``topic`` (or its callbacks) may answer, and the
+        responses come back by TCP to this context's request port, to ``callback(msg)`` until the
+        returned :class:`~openum.Request` is closed."""
+        self._check_open("send a multicast immediate request")
+        checked = self._immediate_topic(topic)
+        request, header = self._immediate.new_request(
+            checked, callback, clientd, event_queue, "multicast_immediate_request()"
+        )
+        try:
+            self._immediate.send_multicast(data, checked, properties_block(properties), header)
+        except BaseException:
+            request.close()
+            raise
+        return request
+
     def receive_immediate_messages(
         self,
         callback: Callable[[Message, Any], Any] | None,
@@ -723,8 +775,8 @@ class Context:
             raise value
         return cast(_T, value)
 
-    def _source_session_for(self, transport: str, attrs: Attributes) -> SourceSessionBase:
-        """The transport session of the context's pool for ``transport`` a new source goes to."""
+    def _pool(self, transport: str) -> Any:
+        """The context's source session pool for ``transport`` (created on first use)."""
         with self._lock:
             pool = self._pools.get(transport)
             if pool is None:
@@ -735,7 +787,12 @@ class Context:
                     self.log,
                 )
                 self._pools[transport] = pool
-            session: SourceSessionBase = pool.session_for(attrs)
+            return pool
+
+    def _source_session_for(self, transport: str, attrs: Attributes) -> SourceSessionBase:
+        """The transport session of the context's pool for ``transport`` a new source goes to."""
+        with self._lock:
+            session: SourceSessionBase = self._pool(transport).session_for(attrs)
             return session
 
     def retrieve_transport_stats(self, source: str) -> Any:
@@ -857,6 +914,7 @@ class Context:
         # Queued after the calls of objects closed just before (a source's deletion queues its final
         # advertisements), run by the loop in order.
         self._loop.call_soon(self._subscriptions.close)
+        self._loop.call_soon(self._immediate.close_receiver)
         finals_out = self._resolver.finish_soon()
         if self._thread is not None:
             finals_out.wait(self._resolver.FINALS_WAIT_S)

@@ -33,6 +33,7 @@ stays open while a response object that may still answer lives.
 from __future__ import annotations
 
 import itertools
+import random
 import secrets
 import threading
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from openum._message import Message, MsgFlags, MsgType
 from openum.runtime import EventKind, EventQueue, callback_scope
 from openum.transport._demux import PropertiesLength, split_properties
 from openum.transport._interfaces import resolve_interface
+from openum.transport.mim import MimMessage, MimReceiver, MimSender
 from openum.transport.uim import RequestPort, UimConnections
 from openum.wire import WireError
 from openum.wire.lbmc import (
@@ -301,6 +303,15 @@ class ImmediateMessaging:
             True: _option_callback(attrs.get("immediate_message_topic_receiver_function")),
         }
         interface = resolve_interface(attrs.get("default_interface"))
+        self._interface = interface
+        self._mim_sender: MimSender | None = None
+        loss = attrs.get("mim_unrecoverable_loss_function")
+        self._mim_loss: tuple[Callable[..., Any], Any] | None = None if loss is None else (loss[0], loss[1])
+        self._mim_receiver: MimReceiver | None = MimReceiver(
+            ctx._loop, attrs, interface, self._on_mim, self._on_mim_loss, ctx.log, random.Random()
+        )
+        if not self._mim_receiver.enabled:
+            self._mim_receiver = None
         self._out = UimConnections(ctx._loop, attrs, interface, ctx.log, on_message=self._on_message)
         self.port: RequestPort | None = None
         if attrs.get("request_tcp_bind_request_port"):
@@ -308,6 +319,8 @@ class ImmediateMessaging:
                 self.port = RequestPort(ctx._loop, attrs, interface, self._on_message, ctx.log)
             except BaseException:
                 self._out.close()
+                if self._mim_receiver is not None:
+                    self._mim_receiver.close()
                 raise
             self.port.start()
 
@@ -529,18 +542,38 @@ class ImmediateMessaging:
             return
         self._count("immediate_msgs_rcved")
         name = msg.header(TopicNameHeader)
-        topic = None if name is None else name.topic
-        request = msg.header(RequestHeader)
         sender = msg.header(ReturnContextInstanceHeader)
-        instance = None if sender is None else sender.ctxinst
+        addressed = msg.header(SourceIndexHeader)
+        self._deliver(
+            None if name is None else name.topic,
+            payload,
+            properties,
+            msg.header(RequestHeader),
+            None if sender is None else sender.ctxinst,
+            source,
+            0,
+            None if addressed is None else addressed.source_index,
+        )
+
+    def _deliver(
+        self,
+        topic: str | None,
+        payload: bytes | memoryview,
+        properties: Any,
+        request: RequestHeader | None,
+        instance: bytes | None,
+        source: str,
+        sequence_number: int,
+        addressed: int | None,
+    ) -> None:
+        """Hand one immediate message (UIM or MIM) to whoever takes it (module docstring)."""
         flags = _IMMEDIATE if topic is not None else _IMMEDIATE | _TOPICLESS
         msg_type = MsgType.REQUEST if request is not None else MsgType.DATA
-        addressed = msg.header(SourceIndexHeader)
         if addressed is not None:
             with self._lock:
-                own = self._source_callbacks.get(addressed.source_index)
+                own = self._source_callbacks.get(addressed)
             if own is not None:  # sent to one of this context's sources, which takes such messages
-                out = Message(msg_type, topic or "", source, payload, 0, flags, properties)
+                out = Message(msg_type, topic or "", source, payload, sequence_number, flags, properties)
                 if request is not None:
                     out.response = self._response(request, topic, instance)
                 self._call(own, out, EventKind.SOURCE)
@@ -549,7 +582,7 @@ class ImmediateMessaging:
         if topic is not None:
             for rcv in self._receivers_of(topic):
                 delivered = True
-                out = Message(msg_type, topic, source, payload, 0, flags, properties)
+                out = Message(msg_type, topic, source, payload, sequence_number, flags, properties)
                 if request is not None:
                     out.response = self._response(request, topic, instance)
                 rcv._deliver(out, EventKind.DATA)
@@ -559,10 +592,78 @@ class ImmediateMessaging:
         if entry is None:
             self._count("immediate_msgs_dropped_no_receiver")
             return
-        out = Message(msg_type, topic or "", source, payload, 0, flags, properties)
+        out = Message(msg_type, topic or "", source, payload, sequence_number, flags, properties)
         if request is not None:
             out.response = self._response(request, topic, instance)
         self._call(entry, out)
+
+    # -- multicast immediate messages (10.8) -----------------------------------------------------------
+    def send_multicast(
+        self,
+        data: bytes | bytearray | memoryview,
+        topic: str | None,
+        properties: PropertiesBlock | None,
+        request: RequestHeader | None = None,
+    ) -> None:
+        """Send one MIM (or, with ``request``, a multicast immediate request) on the context's temporary
+        MIM session (created by the first one)."""
+        payload = _payload(data, "multicast_immediate_message()")
+        with self._lock:
+            sender = self._mim_sender
+        if sender is None:
+            pool = self.ctx._pool("lbtrm")
+            created = MimSender(
+                self.ctx._loop,
+                self.ctx.attributes,
+                self._interface,
+                self.ctx.log,
+                random.Random(),
+                rate=pool.rate,
+                lock=pool.lock,
+            )
+            with self._lock:
+                if self._mim_sender is None:
+                    self._mim_sender = created
+                    created = None  # type: ignore[assignment]
+                sender = self._mim_sender
+            if created is not None:
+                created.close()
+        headers: tuple[Header, ...] = (ReturnContextInstanceHeader(self.instance),)
+        if request is not None:
+            headers += (request,)
+        sender.send(topic, payload, headers, properties, flush=True)
+        self._count("mim_msgs_sent")
+
+    def _on_mim(self, msg: MimMessage) -> None:
+        self._count("mim_msgs_rcved")
+        sender = next((h for h in msg.headers if isinstance(h, ReturnContextInstanceHeader)), None)
+        self._deliver(
+            msg.topic,
+            msg.payload,
+            msg.properties,
+            msg.request,
+            None if sender is None else sender.ctxinst,
+            msg.source,
+            msg.sequence_number,
+            None,
+        )
+
+    def _on_mim_loss(self, source: str, sqn: int) -> None:
+        self._count("mim_unrecoverable_loss")
+        entry = self._mim_loss
+        if entry is None:
+            return
+        func, clientd = entry
+        try:
+            with callback_scope():
+                func(source, sqn, clientd)
+        except Exception:
+            self.ctx.log.exception("mim_unrecoverable_loss_function raised")
+
+    def close_receiver(self) -> None:
+        """Stop MIM reception (on the context thread: the receiver calls back there)."""
+        if self._mim_receiver is not None:
+            self._mim_receiver.close()
 
     def _response(self, header: RequestHeader, topic: str | None, instance: bytes | None) -> Response:
         self._count("request_msgs_rcved")
@@ -664,6 +765,14 @@ class ImmediateMessaging:
             counters["requests_open"] = len(self._requests)
         port = {} if self.port is None else self.port.statistics()
         out = self._out.statistics()
+        with self._lock:
+            sender = self._mim_sender
+        if sender is not None:
+            counters["mim_sessions_created"] = sender.statistics()["sessions_created"]
+        if self._mim_receiver is not None:
+            mim = self._mim_receiver.statistics()
+            counters["mim_sessions_active"] = mim["sessions_active"]
+            counters["mim_dgrams_dropped_malformed"] = mim["dgrams_dropped_malformed"]
         counters.update({f"uim_port_{k}": v for k, v in port.items()})
         counters.update({f"uim_out_{k}": v for k, v in out.items()})
         return counters
@@ -676,6 +785,12 @@ class ImmediateMessaging:
         if self.port is not None:
             self.port.close()
         self._out.close()
+        with self._lock:
+            sender, self._mim_sender = self._mim_sender, None
+        if sender is not None:
+            sender.close()
+        if self._mim_receiver is not None:
+            self._mim_receiver.close()  # (idempotent: close_receiver ran on the loop first)
 
 
 #: The context's counters of request/response and immediate messaging (``ContextStatistics``).
@@ -690,6 +805,9 @@ COUNTERS: Final = (
     "immediate_msgs_dropped_no_receiver",
     "immediate_control_msgs_ignored",
     "immediate_fragments_dropped",
+    "mim_msgs_sent",
+    "mim_msgs_rcved",
+    "mim_unrecoverable_loss",
 )
 
 #: The largest immediate message (or response) reassembled from fragments, bytes.

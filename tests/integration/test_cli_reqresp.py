@@ -28,6 +28,7 @@ from openum.wire.lbmc import (
 )
 from tests.helpers import wait_until
 from tests.integration.pubsub import WAIT, Ports, Processes, last_json
+from tests.integration.test_lbmrd_process import free_udp_port
 
 TARGET_LINE = "Immediate messaging target: "
 
@@ -349,3 +350,25 @@ def test_bad_usage_exits_2_naming_what_is_wrong(
         rc = exc.code
     assert rc == 2
     assert message in capsys.readouterr().err
+
+
+def test_imsg_multicast_reaches_recv_in_another_process_with_mim_reception(
+    ports: Ports, procs: Processes
+) -> None:
+    mim = ["--option", f"context mim_destination_port {free_udp_port()}"]
+    mim += ["--option", "context mim_address 224.10.77.31"]
+    topic = "bar/mim"
+    recv = procs.openum(
+        "recv", topic, "--immediate", "--count", "150", "--json", "--timeout", "30", *mim, *ports.argv()
+    )
+    recv_err, _target = immediate_target(recv)
+    rc, sent, err = run(procs, "imsg", topic, "--multicast", "--count", "100", "--json", *mim, *ports.argv())
+    assert rc == 0, err
+    assert (sent["sent"], sent["target"]) == (100, "multicast")
+    rc, sent, err = run(
+        procs, "imsg", "--topicless", "--multicast", "--count", "50", "--json", *mim, *ports.argv()
+    )
+    assert rc == 0, err
+    rc, got, err = recv_err.finish()
+    assert rc == 0, err
+    assert (got["received"], got["immediate"], got["topicless"]) == (150, 150, 50)

@@ -86,6 +86,12 @@ ELSEWHERE = {
     "uim_out_msgs_dropped": RR,
     "uim_out_bytes_dropped": RR,
     "uim_out_bytes_queued": RR,
+    "mim_msgs_sent": RR,
+    "mim_msgs_rcved": RR,
+    "mim_unrecoverable_loss": RR,
+    "mim_sessions_created": RR,
+    "mim_sessions_active": RR,
+    "mim_dgrams_dropped_malformed": RR,
 }
 
 

@@ -21,6 +21,7 @@ from openum.transport.uim import MAX_INCOMING
 from openum.wire.lbmc import FragmentHeader, LbmcMessage, MessageType, TsniHeader, encode_message
 from tests.helpers import wait_until
 from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
+from tests.integration.test_lbmrd_process import free_udp_port
 
 TRANSPORTS = ("tcp", "lbtru", "lbtrm")
 
@@ -490,3 +491,70 @@ def test_a_request_port_closes_connections_past_its_limit(ports: Ports) -> None:
         finally:
             for sock in sockets:
                 sock.close()
+
+
+# ---- multicast immediate messages (10.8)
+
+
+def _mim_options(port: int, group: str = "224.10.77.21") -> tuple[str, ...]:
+    return (f"context mim_address {group}", f"context mim_destination_port {port}")
+
+
+def test_multicast_immediate_messages_reach_every_mim_context_and_no_other(ports: Ports) -> None:
+    mim = _mim_options(free_udp_port())
+    with (
+        openum.Context(options=ports.options(*mim)) as sender,
+        openum.Context(options=ports.options(*mim)) as one,
+        openum.Context(options=ports.options(*mim)) as two,
+        openum.Context(options=ports.options()) as deaf,  # reception is off by default (UM 6.8 and later)
+    ):
+        at_one, at_deaf, wildcard = Recorder(), Recorder(), Recorder()
+        one.create_receiver("M/t", at_one)
+        two.create_wildcard_receiver(r"^M/", wildcard)
+        deaf.create_receiver("M/t", at_deaf)
+        topicless = ContextInbox()
+        one.receive_immediate_messages(topicless)
+        sender.multicast_immediate_message(b"to all", topic="M/t")
+        sender.multicast_immediate_message(b"no topic")
+        assert wait_until(lambda: at_one.count() == 1 and wildcard.count() == 1, WAIT)
+        assert topicless.wait(1)
+        assert at_one.of(MsgType.DATA)[0].data == b"to all" and wildcard.of(MsgType.DATA)[0].topic == "M/t"
+        assert topicless.got[0][1:3] == (b"no topic", int(MsgFlags.IMMEDIATE | MsgFlags.TOPICLESS))
+        assert at_one.of(MsgType.DATA)[0].source.startswith("LBTRM:127.0.0.1:")
+        s, o = sender.statistics(), one.statistics()
+        assert s.mim_msgs_sent == 2 and s.mim_sessions_created == 1
+        assert o.mim_msgs_rcved == 2 and o.mim_sessions_active == 1
+        assert at_deaf.count() == 0 and deaf.statistics().mim_msgs_rcved == 0
+        # An immediate request by multicast: answered over TCP to the requester's request port.
+        one.create_receiver("M/q", lambda m: m.respond(b"one") if m.type is MsgType.REQUEST else None)
+        got = Responses()
+        with sender.multicast_immediate_request(b"?", got, topic="M/q"):
+            assert got.wait(1)
+        assert [r.data for r in got.got] == [b"one"]
+        # Garbage on the MIM port is counted and dropped.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
+            raw.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+            raw.sendto(b"\xff" * 40, (mim[0].split()[-1], int(mim[1].split()[-1])))
+        assert wait_until(lambda: one.statistics().mim_dgrams_dropped_malformed >= 1, WAIT)
+
+
+def test_unrecoverable_mim_loss_reaches_the_context_callback(
+    ports: Ports, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mim = _mim_options(free_udp_port(), "224.10.77.22")
+    lost: list[tuple[str, int, Any]] = []
+    with openum.Context(options=ports.options(*mim)) as sender:
+        monkeypatch.setenv("OPENUM_TEST_DROP", "0.3:11")  # the next context's receive sockets lose 30%
+        receiver = openum.Context(
+            options=ports.options(*mim, "context mim_send_naks 0"),
+            attrs={"mim_unrecoverable_loss_function": (lambda s, q, d: lost.append((s, q, d)), "loss-d")},
+        )
+        monkeypatch.delenv("OPENUM_TEST_DROP")
+        with receiver:
+            rec = Recorder()
+            receiver.create_receiver("L", rec)
+            for i in range(60):
+                sender.multicast_immediate_message(i.to_bytes(4, "big"), topic="L")
+            assert wait_until(lambda: receiver.statistics().mim_unrecoverable_loss > 0 and lost, WAIT)
+            assert lost[0][0].startswith("LBTRM:") and lost[0][2] == "loss-d"
+            assert rec.count() < 60

@@ -27,7 +27,7 @@ as ``req``'s) to the context at ``T``: ``HOST:PORT`` or ``TCP:ip:port`` (a conte
 ``openum recv`` and ``openum resp`` print as "Immediate messaging target") or ``SOURCE:<source string>``
 (the context hosting that source, once this context has heard it advertised).  It then waits until the
 messages have left for the target's connection.  ``--multicast`` sends multicast immediate messages
-instead, where this version of openum has them.
+to the MIM group instead (receivers set ``mim_address``).
 """
 
 from __future__ import annotations
@@ -148,8 +148,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     imsg.add_argument(
         "--multicast",
         action="store_true",
-        help="send multicast immediate messages (through topic resolution) instead of unicast ones to "
-        "--target",
+        help="send multicast immediate messages to the MIM group (mim_outgoing_address:"
+        "mim_outgoing_destination_port; receivers set mim_address) instead of unicast ones to --target",
     )
     imsg.add_argument("--count", type=positive, default=1000, help="messages to send (default 1000)")
     imsg.add_argument("--size", type=counter_size, default=64, help="payload bytes, at least 8 (default 64)")
@@ -557,17 +557,14 @@ def _source_known(ctx: Any, source: str) -> bool:
 
 
 def cmd_imsg(args: argparse.Namespace) -> int:
-    from openum._context import Context
     from openum.wire.lbmr import ResolutionRequestFlags
 
     if (args.topic is None) == (not args.topicless):
         return _usage("give either TOPIC or --topicless (topicless immediate messages), not both or neither")
     if args.multicast and args.target is not None:
-        return _usage("--multicast sends through topic resolution: it takes no --target")
+        return _usage("--multicast sends to the MIM group (mim_outgoing_address): it takes no --target")
     if not args.multicast and args.target is None:
         return _usage("--target HOST:PORT is required (or --multicast)")
-    if args.multicast and not hasattr(Context, "multicast_immediate_message"):
-        return _usage("--multicast: multicast immediate messages are not available in this version of openum")
     topic: str | None = args.topic
     target: str | None = args.target
     progress = _Progress()

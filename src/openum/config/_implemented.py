@@ -53,6 +53,15 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "request_tcp_reuseaddr", "request_tcp_activity_timeout",
         "response_tcp_activity_timeout", "response_tcp_deletion_timeout", "response_tcp_interface",
         "response_tcp_nodelay", "response_session_maximum_buffer", "response_session_sender_socket_buffer",
+        # multicast immediate messages (10.8): addresses, the temporary session, reception
+        "mim_address", "mim_incoming_address", "mim_outgoing_address", "mim_destination_port",
+        "mim_incoming_destination_port", "mim_outgoing_destination_port", "mim_src_deletion_timeout",
+        "mim_implicit_batching_minimum_length", "mim_implicit_batching_interval",
+        "mim_transmission_window_size", "mim_transmission_window_limit", "mim_ignore_interval",
+        "mim_sm_minimum_interval", "mim_sm_maximum_interval", "mim_ordered_delivery", "mim_activity_timeout",
+        "mim_nak_initial_backoff_interval", "mim_nak_backoff_interval", "mim_nak_suppress_interval",
+        "mim_nak_generation_interval", "mim_send_naks", "mim_delivery_control_activity_timeout",
+        "mim_delivery_control_activity_check_interval", "mim_unrecoverable_loss_function",
         # delivery control (8.6)
         "delivery_control_maximum_total_map_entries",
         # topic resolution over UDP: multicast and unicast through lbmrd (7.1-7.3, 8.1)
