@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.faults.test_reliable_loss import Namespace, netns  # noqa: F401  (the fixture)
+from tests.faults.conftest import Namespace
 from tests.integration.pubsub import Processes, last_json
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -20,7 +20,7 @@ COUNT = 1000
 def test_1000_requests_get_1000_responses_between_processes(
     transport: str,
     netns: Namespace,
-    procs: Processes,  # noqa: F811
+    procs: Processes,
 ) -> None:
     topic = "bar/rr"
     resp = procs.openum("resp", topic, "--json", prefix=netns.prefix)  # answers until stopped
