@@ -521,9 +521,11 @@ class Context:
         """A receiver for ``topic`` (``lbm_rcv_create``): ``callback(message)`` on the context thread, or
         through ``event_queue``.  Sources already in the resolver cache are joined at once."""
         self._check_open("create a receiver")
-        return Receiver(
+        rcv = Receiver(
             self, topic, self._topic_attributes("receiver", topic, attrs), callback, clientd, event_queue
         )
+        self._immediate.add_receiver(rcv)  # immediate messages reach it from now on
+        return rcv
 
     def create_wildcard_receiver(
         self,
@@ -564,7 +566,9 @@ class Context:
             for opt, value, origin in resolved.unimplemented():
                 self._warn_unimplemented(resolved.scope, opt, value, origin)
         merged = _merge_scopes(wattrs, rattrs)
-        return WildcardReceiver(self, pattern, merged, callback, clientd, event_queue)
+        wrcv = WildcardReceiver(self, pattern, merged, callback, clientd, event_queue)
+        self._immediate.add_wildcard(wrcv)
+        return wrcv
 
     def topic_resolution_request(
         self,

@@ -297,6 +297,8 @@ class ImmediateMessaging:
         self._send_lock = threading.Lock()
         self._partials: dict[tuple[Any, ...], _Partial] = {}
         self._source_callbacks: dict[int, ContextCallback] = {}
+        self._topic_receivers: dict[str, list[Any]] = {}
+        self._wildcard_receivers: list[Any] = []
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._callbacks: dict[bool, ContextCallback | None] = {
             False: _option_callback(attrs.get("immediate_message_receiver_function")),
@@ -669,14 +671,30 @@ class ImmediateMessaging:
         self._count("request_msgs_rcved")
         return Response(self, (header.ip, header.port), header.request_index, topic, instance)
 
+    def add_receiver(self, rcv: Any) -> None:
+        """``rcv`` takes immediate messages of its topic from now on (the application's thread: a message
+        sent after ``create_receiver`` returned reaches it; closed receivers are forgotten lazily)."""
+        with self._lock:
+            self._topic_receivers.setdefault(rcv.topic, []).append(rcv)
+
+    def add_wildcard(self, wrcv: Any) -> None:
+        with self._lock:
+            self._wildcard_receivers.append(wrcv)
+
     def _receivers_of(self, topic: str) -> list[Any]:
-        """The receivers a UIM with ``topic`` goes to: the topic's receivers, else every matching
-        wildcard receiver (UM Concepts Guide 10.8.4; no sub-receivers are created)."""
-        resolver = self.ctx._resolver
-        receivers = list(resolver._receivers_by_topic.get(topic, ()))
-        if receivers:
-            return receivers
-        return [w for w in resolver._wildcards.values() if w.matches(topic)]
+        """The receivers an immediate message with ``topic`` goes to: the topic's receivers, else every
+        matching wildcard receiver (UM Concepts Guide 10.8.4; no sub-receivers are created)."""
+        with self._lock:
+            receivers = self._topic_receivers.get(topic)
+            if receivers is not None:
+                receivers[:] = [r for r in receivers if not r.closed]
+                if not receivers:
+                    del self._topic_receivers[topic]
+                else:
+                    return list(receivers)
+            self._wildcard_receivers[:] = [w for w in self._wildcard_receivers if not w.closed]
+            wildcards = list(self._wildcard_receivers)
+        return [w for w in wildcards if w.matches(topic)]
 
     def _call(self, entry: ContextCallback, msg: Message, kind: EventKind = EventKind.TOPICLESS_IM) -> None:
         callback, clientd, queue = entry

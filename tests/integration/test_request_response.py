@@ -516,7 +516,11 @@ def test_multicast_immediate_messages_reach_every_mim_context_and_no_other(ports
         one.receive_immediate_messages(topicless)
         sender.multicast_immediate_message(b"to all", topic="M/t")
         sender.multicast_immediate_message(b"no topic")
-        assert wait_until(lambda: at_one.count() == 1 and wildcard.count() == 1, WAIT)
+        # Receivers created just before take the messages (no wait for the context thread to see them).
+        assert wait_until(lambda: at_one.count() == 1 and wildcard.count() == 1, WAIT), (
+            one.statistics(),
+            two.statistics(),
+        )
         assert topicless.wait(1)
         assert at_one.of(MsgType.DATA)[0].data == b"to all" and wildcard.of(MsgType.DATA)[0].topic == "M/t"
         assert topicless.got[0][1:3] == (b"no topic", int(MsgFlags.IMMEDIATE | MsgFlags.TOPICLESS))
@@ -529,7 +533,7 @@ def test_multicast_immediate_messages_reach_every_mim_context_and_no_other(ports
         one.create_receiver("M/q", lambda m: m.respond(b"one") if m.type is MsgType.REQUEST else None)
         got = Responses()
         with sender.multicast_immediate_request(b"?", got, topic="M/q"):
-            assert got.wait(1)
+            assert got.wait(1), (one.statistics(), sender.statistics())
         assert [r.data for r in got.got] == [b"one"]
         # Garbage on the MIM port is counted and dropped.
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
