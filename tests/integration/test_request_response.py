@@ -562,3 +562,29 @@ def test_unrecoverable_mim_loss_reaches_the_context_callback(
             assert wait_until(lambda: receiver.statistics().mim_unrecoverable_loss > 0 and lost, WAIT)
             assert lost[0][0].startswith("LBTRM:") and lost[0][2] == "loss-d"
             assert rec.count() < 60
+
+
+def test_a_context_takes_an_ephemeral_request_port_when_the_default_range_is_taken(
+    ports: Ports, caplog: pytest.LogCaptureFixture
+) -> None:
+    held = []
+    try:
+        for port in range(14391, 14396):  # UM's default range: taken here (by us, or by someone else)
+            sock = socket.socket()
+            try:
+                sock.bind(("127.0.0.1", port))
+                sock.listen(1)
+                held.append(sock)
+            except OSError:
+                sock.close()
+        options = [o for o in ports.options() if "request_tcp_port" not in o]
+        with caplog.at_level("WARNING"), openum.Context(options=options) as ctx:
+            assert ctx.request_port is not None and not 14391 <= ctx.request_port[1] <= 14395
+            assert "bound ephemeral port" in caplog.text and "request_tcp_port_low" in caplog.text
+        # A range the application set stays a hard limit, with an error naming it.
+        low = 14391
+        with pytest.raises(openum.SystemCallError, match=r"request_tcp_port_low\.\.request_tcp_port_high"):
+            openum.Context(options=[*options, f"context request_tcp_port_low {low}"])
+    finally:
+        for sock in held:
+            sock.close()

@@ -129,6 +129,12 @@ def _decode_chunk(
     return decoded, None
 
 
+def _is_set(attrs: Any, name: str) -> bool:
+    """Whether option ``name`` was set (not its default); attributes without ``is_set`` count as set."""
+    is_set = getattr(attrs, "is_set", None)
+    return True if is_set is None else bool(is_set(name))
+
+
 def _cancel(loop: EventLoop, timer: int | None) -> None:
     if timer is not None:
         try:
@@ -213,12 +219,27 @@ class RequestPort:
                     f"{what}: the port range request_tcp_port_low..request_tcp_port_high ({low}..{high}) "
                     "is empty"
                 )
-            self._listener = bind_first_free(
-                range(low, high + 1),
-                self._bind,
-                what,
-                "request_tcp_port_low..request_tcp_port_high; or set request_tcp_port",
-            )
+            try:
+                self._listener = bind_first_free(
+                    range(low, high + 1),
+                    self._bind,
+                    what,
+                    "request_tcp_port_low..request_tcp_port_high; or set request_tcp_port",
+                )
+            except SystemCallError as exc:
+                # UM's default range has 5 ports for a whole machine: more contexts than that (Spark
+                # executors, tests) take an ephemeral port, advertised like any (a range the application
+                # set stays a hard limit).
+                if _is_set(attrs, "request_tcp_port_low") or _is_set(attrs, "request_tcp_port_high"):
+                    raise
+                self._listener = self._bind(0)
+                log.warning(
+                    "%s: %s; bound ephemeral port %d instead (set request_tcp_port_low/high to a wider "
+                    "range, or request_tcp_port, to choose)",
+                    what,
+                    exc,
+                    self._listener.getsockname()[1],
+                )
         self.port: int = self._listener.getsockname()[1]
         self._fd = self._listener.fileno()
         self._lock = threading.Lock()
