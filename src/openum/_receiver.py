@@ -40,6 +40,7 @@ __all__ = ["Receiver", "ReceiverStatistics", "WildcardReceiver"]
 _ids = itertools.count(1)
 # Final: compiled, these are read from C variables rather than looked up in the module's dict.
 _DATA: Final = MsgType.DATA
+_REQUEST: Final = MsgType.REQUEST
 _DATA_EVENT: Final = EventKind.DATA
 #: Receiver options of a single-topic receiver's queries: a wildcard receiver queries with its
 #: wildcard_receiver options instead, so it never reads these.
@@ -172,7 +173,7 @@ class _Subscriber:
                 msg.response._message_done()
             if self.closed:
                 return
-        if msg.type is _DATA:
+        if msg.type is _DATA or msg.type is _REQUEST:  # a request is a message of the topic too
             self._msgs += 1
             self._bytes += len(msg._data)
         else:

@@ -127,7 +127,7 @@ def test_a_request_reaches_every_server_and_each_response_its_request(
     contexts: Contexts, transport: str
 ) -> None:
     client, one, two = contexts.new(), contexts.new(), contexts.new()
-    one.create_receiver("svc", Server(b"one:"))
+    server_one = one.create_receiver("svc", Server(b"one:"))
     two.create_receiver("svc", Server(b"two:"))
     src, events = _source(client, "svc", transport)
     _topic_ready(client, src, events, transport, [one, two])
@@ -144,6 +144,7 @@ def test_a_request_reaches_every_server_and_each_response_its_request(
     stats = client.statistics()
     assert stats.request_msgs_sent == 2 and stats.response_msgs_rcved == 4 and stats.requests_open == 0
     assert one.statistics().request_msgs_rcved == 2 and one.statistics().response_msgs_sent == 2
+    assert server_one.statistics().msgs_rcved == 2  # requests are messages of the topic
 
 
 def test_a_large_request_and_a_large_response_are_fragmented_and_whole(contexts: Contexts) -> None:
