@@ -142,7 +142,9 @@ class _LateJoinSource:
 
     __slots__ = ("extra", "responder", "source")
 
-    def __init__(self, source: Source, responder: RetransmissionResponder[Any], extra: tuple[Header, ...]):
+    def __init__(
+        self, source: Source, responder: RetransmissionResponder[Any], extra: tuple[Header, ...]
+    ) -> None:
         self.source = source
         self.responder = responder
         self.extra = extra

@@ -115,8 +115,9 @@ class TopicSubscription(TopicHandler):
             maximum_map_entries=manager.ctx.attributes.get("delivery_control_maximum_total_map_entries"),
         )
         self._timer: int | None = None
-        #: Late Join (UM Concepts Guide 10.2): the merge of live data and retransmissions, while the
-        #: receiver recovers what the source sent before it joined (None otherwise, and once done).
+        #: Late Join (UM Concepts Guide 10.2): the merge of live data and retransmissions when the source
+        #: offers Late Join and the receiver uses it (None otherwise); it stays for the subscription's
+        #: life (``_recovered``), so the hot path below is only for subscriptions without it.
         self.merge: RecoveryMerge | None = None
         self._rtimer: int | None = None
         self._rdeadline: int | None = None
