@@ -64,7 +64,7 @@ def test_a_receiver_started_after_the_last_send_receives_all_10000_as_retransmis
     late = summary["late_join"]
     assert late["info_requests_sent"] >= 1 and late["msgs_unrecoverable"] == 0, summary
     if transport == "tcp":  # (LBT-RM and LBT-RU also repair their window by NAK: some come that way)
-        assert late["msgs_recovered"] == late["rx_requests_sent"] == COUNT, summary
+        assert late["msgs_recovered"] == COUNT <= late["rx_requests_sent"], summary
     sender.send_signal(signal.SIGTERM)
     sent_out, _ = sender.communicate(timeout=3 * WAIT)
     sent = last_json(sent_out)
