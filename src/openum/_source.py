@@ -100,7 +100,7 @@ class Source(TopicSender):
         self.closed = False
         self._next_sqn = 0
         self._last_send_ns: int | None = None
-        self._retention: Any = None  # a late-join source's retention buffer (set by LateJoin)
+        self._retention = None  # a late-join source's retention buffer (set by LateJoin)
         self._holding = False
         self.transport: str = attrs.get("transport")
         if self.transport not in AVAILABLE_TRANSPORTS:
