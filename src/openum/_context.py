@@ -133,6 +133,15 @@ class ContextStatistics:
     messages: ``mim_msgs_sent``, ``mim_msgs_rcved``, ``mim_unrecoverable_loss`` (messages of MIM sessions
     lost for good), ``mim_sessions_created`` (temporary MIM sessions this context created),
     ``mim_sessions_active`` (MIM sessions heard now), ``mim_dgrams_dropped_malformed``.
+
+    Late Join (docs/late-join.md), as a receiver: ``late_join_info_requests_sent`` (LJI_REQs),
+    ``late_join_rx_requests_sent`` (retransmission requests, re-sends included),
+    ``late_join_msgs_recovered`` (retransmitted messages delivered), ``late_join_msgs_unrecoverable``
+    (sqns late join gave up or the source no longer held, reported as loss),
+    ``late_join_retransmissions_dropped`` (for no recovering receiver: duplicates, late answers); as a
+    source: ``late_join_info_requests_rcved``, ``late_join_rx_requests_rcved``,
+    ``late_join_retransmissions_sent``, ``late_join_rx_requests_not_retained`` (answered with the
+    retained range instead), ``late_join_requests_ignored`` (for no late-join source of this context).
     """
 
     tr_dgrams_sent: int
@@ -214,13 +223,25 @@ class ContextStatistics:
     uim_out_msgs_dropped: int
     uim_out_bytes_dropped: int
     uim_out_bytes_queued: int
+    late_join_info_requests_sent: int = 0
+    late_join_rx_requests_sent: int = 0
+    late_join_msgs_recovered: int = 0
+    late_join_msgs_unrecoverable: int = 0
+    late_join_retransmissions_dropped: int = 0
+    late_join_info_requests_rcved: int = 0
+    late_join_rx_requests_rcved: int = 0
+    late_join_retransmissions_sent: int = 0
+    late_join_rx_requests_not_retained: int = 0
+    late_join_requests_ignored: int = 0
 
 
 #: The request/response and immediate messaging counters of ContextStatistics.
 _IMMEDIATE_FIELDS: Final = tuple(
     f.name
     for f in fields(ContextStatistics)
-    if f.name.startswith(("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_", "mim_"))
+    if f.name.startswith(
+        ("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_", "mim_", "late_join_")
+    )
 )
 
 

@@ -315,6 +315,10 @@ class ImmediateMessaging:
         if not self._mim_receiver.enabled:
             self._mim_receiver = None
         self._out = UimConnections(ctx._loop, attrs, interface, ctx.log, on_message=self._on_message)
+        from openum._late_join import LateJoin  # (it imports source_index from here)
+
+        #: Late Join's requests and answers travel over the request port too (``openum._late_join``).
+        self.late_join = LateJoin(self)
         self.port: RequestPort | None = None
         if attrs.get("request_tcp_bind_request_port"):
             try:
@@ -525,6 +529,8 @@ class ImmediateMessaging:
 
     # -- what arrives (context thread) -----------------------------------------------------------------
     def _on_message(self, msg: LbmcMessage, peer: tuple[str, int]) -> None:
+        if msg.type is not MessageType.DATA and self.late_join.on_message(msg):
+            return
         if not msg.is_data:
             self._count("immediate_control_msgs_ignored")
             return
@@ -791,6 +797,7 @@ class ImmediateMessaging:
             mim = self._mim_receiver.statistics()
             counters["mim_sessions_active"] = mim["sessions_active"]
             counters["mim_dgrams_dropped_malformed"] = mim["dgrams_dropped_malformed"]
+        counters.update(self.late_join.statistics())
         counters.update({f"uim_port_{k}": v for k, v in port.items()})
         counters.update({f"uim_out_{k}": v for k, v in out.items()})
         return counters

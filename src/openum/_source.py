@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from openum._errors import ClosedError, NotSupportedError
 from openum._immediate import source_index
+from openum._late_join import retention_params
 from openum._message import Message, SourceEvent
 from openum.config import Attributes
 from openum.protocol.resolution import SourceSpec
@@ -28,7 +29,7 @@ from openum.transport._source_session import SourceSessionBase, TopicSender
 from openum.transport.tcp import TcpSourceStatistics
 from openum.wire import WireError
 from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
-from openum.wire.lbmr import TopicInfo
+from openum.wire.lbmr import TopicInfo, TopicOption
 
 if TYPE_CHECKING:
     from openum._context import Context
@@ -99,6 +100,7 @@ class Source(TopicSender):
         self.closed = False
         self._next_sqn = 0
         self._last_send_ns: int | None = None
+        self._retention = None  # a late-join source's retention buffer (set by LateJoin)
         self._holding = False
         self.transport: str = attrs.get("transport")
         if self.transport not in AVAILABLE_TRANSPORTS:
@@ -111,6 +113,10 @@ class Source(TopicSender):
         transport = self.session.transport_info()
         self.info = TopicInfo(topic, self.topic_index, transport)
         self.source_string: str = ctx._resolver_source_string(self.info)
+        retention = retention_params(attrs)
+        options: tuple[TopicOption, ...] = ()
+        if retention.late_join:  # UM Concepts Guide 10.2: retention, and the TIR offers Late Join
+            options = ctx._immediate.late_join.add_source(self, retention)
         spec = SourceSpec(
             topic,
             transport,
@@ -119,6 +125,7 @@ class Source(TopicSender):
             attrs.get("resolver_advertisement_send_immediate_response"),
             attrs.get("resolver_send_final_advertisements"),
             attrs.get("resolver_send_initial_advertisement"),
+            options,
         )
         if event_queue is not None:
             event_queue.attach(self)
@@ -279,6 +286,8 @@ class Source(TopicSender):
             pass
         self.closed = True
         self.ctx._immediate.set_source_callback(self._immediate_index(), None, None, None)
+        if self._retention is not None:
+            self.ctx._immediate.late_join.remove_source(self)
         self.ctx._on_loop(self.ctx._resolver.remove_source, self.id)
         self.session.release_index(self.topic_index)
         self.ctx._release_source_session(self.transport, self.session)

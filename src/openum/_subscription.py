@@ -22,9 +22,12 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+from openum._immediate import source_index
+from openum._late_join import late_join_offer, recovery_params
 from openum._message import Message, MsgType
 from openum.config import REGISTRY
 from openum.protocol.delivery import Delivery, DeliveryController, DeliveryKind
+from openum.protocol.recovery import RecoveryMerge, RecoveryRequester, Step
 from openum.protocol.reliable import RmReceiverParams, RuReceiverParams
 from openum.protocol.resolution import source_key
 from openum.runtime import NS_PER_MS, EventKind
@@ -34,6 +37,7 @@ from openum.transport._pool import warn_first_wins
 from openum.transport.lbtrm import RmReceiving
 from openum.transport.lbtru import RuReceiving
 from openum.transport.tcp_receiver import TcpReceiverSession, split_properties
+from openum.wire.lbmc import LateJoinInfoHeader
 from openum.wire.lbmr import ContextInstanceOption, LbtrmTransport, LbtruTransport, TcpTransport, TopicInfo
 
 if TYPE_CHECKING:
@@ -64,11 +68,16 @@ class TopicSubscription(TopicHandler):
     __slots__ = (
         "_instance",
         "_key",
+        "_lj_request",
+        "_lj_srcidx",
+        "_rdeadline",
+        "_rtimer",
         "_timer",
         "attrs",
         "dc",
         "info",
         "manager",
+        "merge",
         "session",
         "session_key",
         "source",
@@ -106,6 +115,129 @@ class TopicSubscription(TopicHandler):
             maximum_map_entries=manager.ctx.attributes.get("delivery_control_maximum_total_map_entries"),
         )
         self._timer: int | None = None
+        #: Late Join (UM Concepts Guide 10.2): the merge of live data and retransmissions when the source
+        #: offers Late Join and the receiver uses it (None otherwise); it stays for the subscription's
+        #: life (``_recovered``), so the hot path below is only for subscriptions without it.
+        self.merge: RecoveryMerge | None = None
+        self._rtimer: int | None = None
+        self._rdeadline: int | None = None
+        self._lj_request = 0
+        self._lj_srcidx = source_index(info.transport, info.index)
+        self._start_late_join(attrs)
+
+    # -- Late Join ------------------------------------------------------------------------------------
+    def _start_late_join(self, attrs: Any) -> None:
+        """Recover what the source retains when it offers Late Join and the receiver uses it."""
+        offer = late_join_offer(self.info)
+        if offer is None or not attrs.get("use_late_join"):
+            return
+        ctx = self.manager.ctx
+        reply_to = ctx._immediate.address
+        if reply_to is None:
+            ctx.log.warning(
+                "%s offers Late Join, but use_late_join needs the context's request port "
+                "(request_tcp_bind_request_port 1) for the answers; not recovering",
+                self.source,
+            )
+            return
+        requester = RecoveryRequester(
+            recovery_params(attrs),
+            source=(offer.source_ip, offer.source_port),
+            transport_index=offer.transport_index,
+            topic_index=self.info.index,
+            reply_to=reply_to,
+            rng=self.manager._rng,
+        )
+        merge = RecoveryMerge(requester, ordered=int(attrs.get("ordered_delivery")))
+        self.merge = merge
+        self._lj_request = requester.request_index
+        ctx._immediate.late_join.add_subscription(self, self._lj_request, self._instance, self._lj_srcidx)
+        now = ctx.now_ns()
+        merge.start_late_join(now)
+        self._recovered(merge.poll(now))
+
+    def deliver(self, deliveries: list[Delivery]) -> None:
+        """The delivery controller's outputs: through the Late Join merge while there is one."""
+        merge = self.merge
+        if merge is None:
+            self.dispatch(deliveries)
+            return
+        # The merge may hold live messages: a view into the transport's receive buffer would change.
+        deliveries = [
+            d._replace(payload=bytes(d.payload)) if type(d.payload) is memoryview else d for d in deliveries
+        ]
+        self._recovered(merge.on_live(deliveries, self.manager.ctx.now_ns()))
+
+    def on_retransmission(
+        self, sqn: int, payload: bytes, fragment: tuple[int, int, int] | None, properties: Any
+    ) -> None:
+        merge = self.merge
+        if merge is not None:
+            now = self.manager.ctx.now_ns()
+            self._recovered(
+                merge.on_retransmission(sqn, payload, now, fragment=fragment, properties=properties)
+            )
+
+    def on_late_join_info(self, info: LateJoinInfoHeader) -> None:
+        merge = self.merge
+        if merge is not None:
+            self._recovered(merge.on_late_join_info(info, self.manager.ctx.now_ns()))
+
+    def on_initial_sqn(self, sqn: int) -> None:
+        merge = self.merge
+        if merge is not None:
+            self._recovered(merge.on_initial_sqn(sqn, self.manager.ctx.now_ns()))
+
+    def _recovered(self, step: Step) -> None:
+        """Deliver, send and log what the merge produced.
+
+        The merge stays for the subscription's life: the delivery controller does not know what the
+        merge handed on, and a transport may still bring older sqns (an LBT-RU or LBT-RM receiver
+        repairs its session's window by NAK after it joined), which the merge drops as duplicates."""
+        late_join = self.manager.ctx._immediate.late_join
+        for request in step.requests:
+            late_join.send_request(request)
+        for warning in step.warnings:
+            self.manager.ctx.log.warning("late join from %s: %s", self.source, warning)
+        if step.deliveries:
+            self.dispatch(step.deliveries)
+        self._arm_recovery()
+
+    def _arm_recovery(self) -> None:
+        merge = self.merge
+        deadline = None if merge is None else merge.next_deadline()
+        if deadline == self._rdeadline and (deadline is None or self._rtimer is not None):
+            return
+        loop = self.manager.ctx._loop
+        if self._rtimer is not None:
+            loop.cancel_timer(self._rtimer)
+            self._rtimer = None
+        self._rdeadline = deadline
+        if deadline is not None:
+            delay_ms = max(0.0, (deadline - loop.clock.now_ns()) / 1e6)
+            self._rtimer = loop.schedule_timer(delay_ms, self._recovery_due)
+
+    def _recovery_due(self, _clientd: Any) -> None:
+        self._rtimer = None
+        self._rdeadline = None
+        merge = self.merge
+        if merge is not None:
+            self._recovered(merge.poll(self.manager.ctx.now_ns()))
+
+    def _retire_merge(self) -> None:
+        """The subscription ends: count what late join did, stop routing answers here."""
+        merge = self.merge
+        if merge is None:
+            return
+        self.merge = None
+        stats = merge.requester.statistics()
+        late_join = self.manager.ctx._immediate.late_join
+        late_join.count_recovery(stats.lj_recovered, stats.lj_lost)
+        late_join.remove_subscription(self, self._lj_request, self._instance, self._lj_srcidx)
+        if self._rtimer is not None:
+            self.manager.ctx._loop.cancel_timer(self._rtimer)
+            self._rtimer = None
+        self._rdeadline = None
 
     # -- from the transport ----------------------------------------------------------------------
     def on_data(
@@ -117,7 +249,12 @@ class TopicSubscription(TopicHandler):
         flags: int,
         properties: Any,
     ) -> None:
-        if fragment is None and type(properties) is not RequestMark and self.dc.take_next(sqn, len(payload)):
+        if (
+            fragment is None
+            and type(properties) is not RequestMark
+            and self.merge is None
+            and self.dc.take_next(sqn, len(payload))
+        ):
             # The hot path: the next message in order, unfragmented (properties, if any, are a dict).
             topic = self.topic
             source = self.source
@@ -129,11 +266,11 @@ class TopicSubscription(TopicHandler):
             sqn, payload, now_ns, fragment=fragment, flags=flags, properties=properties
         )
         if deliveries:
-            self.dispatch(deliveries)
+            self.deliver(deliveries)
         self._arm()
 
     def on_tsni(self, sqn: int, now_ns: int) -> None:
-        self.dispatch(self.dc.on_tsni(sqn, now_ns))
+        self.deliver(self.dc.on_tsni(sqn, now_ns))
         self._arm()
 
     def _arm(self) -> None:
@@ -145,7 +282,7 @@ class TopicSubscription(TopicHandler):
 
     def _expired(self, _clientd: Any) -> None:
         self._timer = None
-        self.dispatch(self.dc.on_timer(self.manager.ctx.now_ns()))
+        self.deliver(self.dc.on_timer(self.manager.ctx.now_ns()))
         self._arm()
 
     # -- to the receivers --------------------------------------------------------------------------
@@ -184,6 +321,7 @@ class TopicSubscription(TopicHandler):
         if self._timer is not None:
             self.manager.ctx._loop.cancel_timer(self._timer)
             self._timer = None
+        self._retire_merge()
 
 
 class Subscriptions:
@@ -341,7 +479,7 @@ class Subscriptions:
         now = self.ctx.now_ns()
         for (session_key, _), sub in list(self.topics.items()):
             if session_key == key:
-                sub.dispatch(sub.dc.begin(now))
+                sub.deliver(sub.dc.begin(now))
 
     def _session_ended(self, key: SessionKey, reason: str) -> None:
         self.sessions.pop(key, None)
@@ -350,7 +488,7 @@ class Subscriptions:
         for topic_key, sub in list(self.topics.items()):
             if topic_key[0] != key:
                 continue
-            sub.dispatch(sub.dc.end(now))
+            sub.deliver(sub.dc.end(now))
             sub.close()
             self.topics.pop(topic_key, None)
             for subscriber in list(sub.subscribers):

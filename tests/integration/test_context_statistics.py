@@ -34,6 +34,19 @@ HERE = {
     "keepalives_sent", "keepalives_rcved",
 }  # fmt: skip
 
+LATE_JOIN = (
+    "late_join_info_requests_sent",
+    "late_join_rx_requests_sent",
+    "late_join_msgs_recovered",
+    "late_join_msgs_unrecoverable",
+    "late_join_retransmissions_dropped",
+    "late_join_info_requests_rcved",
+    "late_join_rx_requests_rcved",
+    "late_join_retransmissions_sent",
+    "late_join_rx_requests_not_retained",
+    "late_join_requests_ignored",
+)
+
 #: Counters asserted by the tests of their feature: counter -> test file (relative to tests/).
 ELSEWHERE = {
     "tr_dgrams_dropped_ver": "integration/test_topic_resolution.py",
@@ -92,6 +105,7 @@ ELSEWHERE = {
     "mim_sessions_created": RR,
     "mim_sessions_active": RR,
     "mim_dgrams_dropped_malformed": RR,
+    **dict.fromkeys(LATE_JOIN, "integration/test_late_join.py"),
 }
 
 

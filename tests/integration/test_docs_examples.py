@@ -52,3 +52,10 @@ def test_the_request_response_example_prints_what_the_docs_show(tmp_path: Path) 
     # The request port is the first free one of the range: the docs show UM's default range's first.
     port = re.escape(shown[1]).replace("14391", r"\d+")
     assert re.fullmatch(port, out[1]), (out, shown)
+
+
+def test_the_late_join_example_prints_what_the_docs_show(tmp_path: Path) -> None:
+    doc = DOCS / "late-join.md"
+    example = _blocks(doc, "python")[0]
+    shown = _blocks(doc, "")[0].splitlines()
+    assert _run(example, tmp_path).splitlines() == shown

@@ -24,6 +24,13 @@ TCP:ip:port``, as UM's lbmrcv does) on stderr at start: ``openum imsg --target``
 messages with the topic reach the receiver like any message and are counted under ``immediate`` too;
 with ``--immediate``, topicless immediate messages are received as well (``topicless``; without it, the
 context drops them and counts them under ``dropped``).
+
+Late Join (docs/late-join.md): ``send --late-join`` retains every message it sends for receivers that
+join later, says so on stderr after the last send (``... retained for late joiners; lingering``), lingers
+until no late-join request has arrived for ``--linger`` seconds, and reports the requests it answered
+under ``late_join``.  ``recv`` counts the data messages flagged ``RETRANSMIT`` (recovered by late join, or
+repaired by the transport) as ``retransmitted`` and, when it late-joined a source, shows its requests
+and the messages recovered or given up under ``late_join``.
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ _COUNTER = struct.Struct(">Q")
 #: ``MsgFlags.IMMEDIATE`` as an int: recv tests ``msg._flags`` with it, as the ``flags`` property builds an
 #: IntFlag for each call (about 1 microsecond on recv's per-message path).
 _IMMEDIATE = int(MsgFlags.IMMEDIATE)
+_RETRANSMIT = int(MsgFlags.RETRANSMIT)
+#: Bytes the retention buffer counts per message on top of its payload (its per-message overhead).
+_RETENTION_OVERHEAD = 64
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -100,6 +110,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="keep the source alive after the last send this long; with LBT-RM/LBT-RU, until no NAK "
         "has arrived for this long, so receivers can repair lost messages (default 1)",
+    )
+    send.add_argument(
+        "--late-join",
+        action="store_true",
+        help="offer Late Join (source late_join 1) and retain every message of the run "
+        "(retransmit_retention_size_threshold and _size_limit sized for --count messages; set them with "
+        "--option for other retention); --linger then also waits until no late-join request has arrived "
+        "for that long",
     )
     send.add_argument("--json", action="store_true", help="print the summary as JSON on the last line")
     send.set_defaults(handler=cmd_send)
@@ -189,7 +207,15 @@ def _context(args: argparse.Namespace) -> Any:
 def cmd_send(args: argparse.Namespace) -> int:
     from openum._source import SendFlags
 
-    attrs = {"transport": args.transport} if args.transport else None
+    attrs: dict[str, Any] | None = {"transport": args.transport} if args.transport else None
+    if args.late_join:
+        retained = args.count * (args.size + _RETENTION_OVERHEAD)
+        attrs = {
+            **(attrs or {}),
+            "late_join": 1,
+            "retransmit_retention_size_threshold": retained,
+            "retransmit_retention_size_limit": max(retained, 25_165_824),
+        }
     progress = _Progress()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -242,9 +268,16 @@ def cmd_send(args: argparse.Namespace) -> int:
         seconds = time.monotonic() - start
         progress.done()
         source_string = src.source_string
+        if args.late_join:
+            print(
+                f"openum send: sent {sent} message(s), retained for late joiners; lingering",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.linger > 0:
-            _linger(src, args.linger, stop)
+            _linger(src, args.linger, stop, ctx if args.late_join else None)
         stats = src.statistics()
+        late_join = _late_join_counters(ctx) if args.late_join else None
         src.close()
     # The real rate: ``seconds`` runs from the first send to the flush after the last one, so it
     # includes every wait for room (blocked_seconds of it).
@@ -266,8 +299,33 @@ def cmd_send(args: argparse.Namespace) -> int:
         summary["recovery"] = {name: getattr(engine, name) for name in _SOURCE_RECOVERY}
     if hasattr(stats, "clients_stalled"):  # TCP: receivers let go or refused, datagrams not sent
         summary["tcp"] = {name: getattr(stats, name) for name in _SOURCE_TCP}
+    if late_join is not None:
+        summary["late_join"] = late_join
     _emit(summary, args.json)
     return EXIT_OK
+
+
+#: Context counters ``send --late-join`` shows under ``late_join``.
+_SOURCE_LATE_JOIN = (
+    "late_join_info_requests_rcved",
+    "late_join_rx_requests_rcved",
+    "late_join_retransmissions_sent",
+    "late_join_rx_requests_not_retained",
+)
+
+
+#: Context counters ``recv`` shows under ``late_join`` when it late-joined a source.
+_RECEIVER_LATE_JOIN = (
+    "late_join_info_requests_sent",
+    "late_join_rx_requests_sent",
+    "late_join_msgs_recovered",
+    "late_join_msgs_unrecoverable",
+)
+
+
+def _late_join_counters(ctx: Any) -> dict[str, int]:
+    stats = ctx.statistics()
+    return {name.removeprefix("late_join_"): getattr(stats, name) for name in _SOURCE_LATE_JOIN}
 
 
 #: Source transport counters shown by ``send`` for TCP.
@@ -288,17 +346,27 @@ _RECEIVER_RECOVERY = (
 )
 
 
-def _linger(src: Any, seconds: float, stop: threading.Event) -> None:
-    """Wait ``seconds``; for a reliable UDP session, until no NAK arrived for ``seconds`` (max 60 s)."""
+def _linger(src: Any, seconds: float, stop: threading.Event, late_join_ctx: Any = None) -> None:
+    """Wait ``seconds``; for a reliable UDP session, until no NAK arrived for ``seconds`` (max 60 s); with
+    ``late_join_ctx`` (``--late-join``), also until no late-join request arrived for ``seconds`` (no
+    maximum: late joiners may come at any time; stop it with SIGTERM or Ctrl-C)."""
     deadline = time.monotonic() + 60
-    naks = -1
+    seen: tuple[int, int] | None = None
     while not stop.is_set():
         engine = getattr(src.statistics(), "transport", None)
-        current = engine.nak_pckts_rcved if engine is not None else 0
-        if current == naks or time.monotonic() >= deadline:
+        naks = engine.nak_pckts_rcved if engine is not None else 0
+        requests = 0
+        if late_join_ctx is not None:
+            counters = late_join_ctx.statistics()
+            requests = counters.late_join_info_requests_rcved + counters.late_join_rx_requests_rcved
+        current = (naks, requests)
+        if current == seen or (late_join_ctx is None and time.monotonic() >= deadline):
             return
-        naks = current
-        stop.wait(seconds)
+        seen = current
+        try:
+            stop.wait(seconds)
+        except KeyboardInterrupt:
+            return
 
 
 # -- recv / wrecv ------------------------------------------------------------------------------------
@@ -317,6 +385,7 @@ class _Tally:
     topicless: int = 0
     unrecoverable_loss: int = 0
     unrecoverable_loss_burst: int = 0
+    retransmitted: int = 0
     first: float | None = None
     last: float | None = None
     expected: dict[str, int] = field(default_factory=dict)  # per source: next counter
@@ -357,8 +426,11 @@ def cmd_recv(args: argparse.Namespace) -> int:
                 tally.first = now
             tally.last = now
             tally.received += 1
-            if msg._flags & _IMMEDIATE:
+            flags = msg._flags
+            if flags & _IMMEDIATE:
                 tally.immediate += 1
+            if flags & _RETRANSMIT:
+                tally.retransmitted += 1
             data = msg.data
             tally.bytes += len(data)
             source = msg.source
@@ -421,7 +493,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
             pass
         for source in sorted(tally.sources):
             _snapshot(ctx, source, tally)
-        dropped = _drop_counters(asdict(ctx.statistics()))
+        context_stats = ctx.statistics()
+        dropped = _drop_counters(asdict(context_stats))
         if args.immediate:
             ctx.receive_immediate_messages(None)
         rcv.close()
@@ -440,10 +513,15 @@ def cmd_recv(args: argparse.Namespace) -> int:
         "out_of_order": tally.out_of_order,
         "unrecoverable_loss": tally.unrecoverable_loss,
         "unrecoverable_loss_burst": tally.unrecoverable_loss_burst,
+        "retransmitted": tally.retransmitted,
         "bos": tally.bos,
         "eos": tally.eos,
         "immediate": tally.immediate,
     }
+    if context_stats.late_join_info_requests_sent:  # it late-joined a source
+        summary["late_join"] = {
+            name.removeprefix("late_join_"): getattr(context_stats, name) for name in _RECEIVER_LATE_JOIN
+        }
     if args.immediate:
         summary["topicless"] = tally.topicless
     if wildcard:

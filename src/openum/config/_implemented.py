@@ -100,6 +100,9 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
     ),
     "source": (
         ("transport", ("tcp", "lbtrm", "lbtru")),
+        # late join (10.2): the retention buffer and the TIR's late-join options
+        "late_join", "retransmit_retention_size_threshold", "retransmit_retention_size_limit",
+        "retransmit_retention_age_threshold",
         # batching (8.11)
         "implicit_batching_interval", "implicit_batching_minimum_length",
         # advertisements (8.1)
@@ -128,6 +131,11 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
     ),
     "receiver": (
         "source_notification_function",
+        # late join (10.2): requests over the source's request port, the merge with live data
+        "use_late_join", "late_join_info_request_interval", "late_join_info_request_maximum",
+        "retransmit_request_interval", "retransmit_request_maximum", "retransmit_request_message_timeout",
+        "retransmit_request_outstanding_maximum", "retransmit_initial_sequence_number_request",
+        "retransmit_message_caching_proximity",
         # delivery control (8.6-8.8)
         "delivery_control_maximum_burst_loss", "ordered_delivery",
         # queries (8.1)

@@ -1237,8 +1237,7 @@ _ROWS: Final[tuple[Option, ...]] = (
         note="Listed among deprecated options by the Configuration Guide, still named in Concepts 2.6.",
     ),
     Option(
-        "use_late_join", R, BOOL, False, "Take part in Late Join when the source offers it.", "2.6",
-        default_from="openum", note=NOT_YET.format(um="1", feature="late join"),
+        "use_late_join", R, BOOL, True, "Take part in Late Join when the source offers it.", "2.6",
     ),
     Option(
         "retransmit_request_interval", R, POS, 500,

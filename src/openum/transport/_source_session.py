@@ -46,6 +46,7 @@ __all__ = [
     "EVENT_DISCONNECT",
     "EVENT_WAKEUP",
     "SQN_MASK",
+    "RetainedMessage",
     "SourceSessionBase",
     "TopicSender",
 ]
@@ -75,6 +76,31 @@ class TopicSender:
     topic_index: int
     _next_sqn: int
     _last_send_ns: int | None
+    #: The source's Late Join retention buffer (``openum.protocol.recovery.RetentionBuffer`` of
+    #: :class:`RetainedMessage`), or None: only a source with ``late_join`` keeps what it sends.
+    _retention: Any = None
+
+
+class RetainedMessage:
+    """One message as a late-join source sent it, kept for retransmission: its payload, properties and
+    extension headers, its first topic sqn and how many sqns (fragments) it took.  The retention buffer
+    holds one entry per fragment sqn, each ``(this, fragment number)``."""
+
+    __slots__ = ("count", "data", "first_sqn", "headers", "properties")
+
+    def __init__(
+        self,
+        data: bytes,
+        properties: PropertiesBlock | None,
+        headers: tuple[Header, ...],
+        first_sqn: int,
+        count: int,
+    ) -> None:
+        self.data = data
+        self.properties = properties
+        self.headers = headers
+        self.first_sqn = first_sqn
+        self.count = count
 
 
 class SourceSessionBase(abc.ABC):
@@ -296,6 +322,8 @@ class SourceSessionBase(abc.ABC):
                 used = self._send_large(topic_index, sqn, data, properties)
             self._msgs_sent += 1
             source._next_sqn = (sqn + used) & SQN_MASK
+            if source._retention is not None:  # a late-join source keeps what it sends
+                self._retain(source._retention, sqn, used, data, properties, ())
             if flush or (self._blen >= self.batch_min and not hold):
                 self._flush_locked()
             elif self._blen and self._batch_timer is None:
@@ -328,6 +356,8 @@ class SourceSessionBase(abc.ABC):
             used = self._send_large(topic_index, sqn, data, properties, headers)
             self._msgs_sent += 1
             source._next_sqn = (sqn + used) & SQN_MASK
+            if source._retention is not None:
+                self._retain(source._retention, sqn, used, data, properties, headers)
             if flush or self._blen >= self.batch_min:
                 self._flush_locked()
             elif self._blen and self._batch_timer is None:
@@ -336,6 +366,71 @@ class SourceSessionBase(abc.ABC):
         finally:
             self._release()
         return (sqn + used - 1) & SQN_MASK
+
+    # -- Late Join retention (UM Concepts Guide 10.2) -----------------------------------------------
+    def _retain(
+        self,
+        retention: Any,
+        sqn: int,
+        used: int,
+        data: bytes | bytearray | memoryview,
+        properties: PropertiesBlock | None,
+        headers: tuple[Header, ...],
+    ) -> None:
+        """Add the message just sent (``used`` sqns from ``sqn``) to a late-join source's retention
+        buffer, one entry per fragment, each counted by its payload size (lock held)."""
+        record = RetainedMessage(bytes(data), properties, headers, sqn, used)
+        now = self._now()
+        if used == 1:
+            retention.add(sqn, (record, 0), now, size=len(data))
+            return
+        chunk, total = self._fragment_chunk(record)
+        for i in range(used):
+            size = min(chunk, total - i * chunk)
+            retention.add((sqn + i) & SQN_MASK, (record, i), now, size=size)
+
+    def _fragment_chunk(self, record: RetainedMessage) -> tuple[int, int]:
+        """``(piece size, whole length)`` of a fragmented message, as :meth:`_send_fragments` cut it."""
+        block = None if record.properties is None else encode_properties(record.properties)
+        overhead = FRAGMENT_OVERHEAD if block is None else PROPERTIES_FRAGMENT_OVERHEAD
+        overhead += sum(len(h.encode_body()) + 2 for h in record.headers)
+        total = len(record.data) + (0 if block is None else len(block))
+        return self.datagram_max - overhead, total
+
+    def retransmission(
+        self, topic_index: int, retained: tuple[RetainedMessage, int], extra: tuple[Header, ...]
+    ) -> bytes:
+        """A retained message (or fragment) encoded again as a retransmission: an LBMC data message of
+        type 0xA with its original topic index, sqn, headers and payload, plus ``extra`` headers."""
+        record, i = retained
+        if record.count == 1:
+            message = LbmcMessage(
+                MessageType.RETRANSMISSION,
+                topic_index,
+                record.first_sqn,
+                (*extra, *record.headers),
+                record.data,
+                record.properties,
+            )
+            return encode_message(message)
+        chunk, total = self._fragment_chunk(record)
+        if record.properties is None:
+            whole = record.data
+            chained: tuple[Header, ...] = record.headers
+        else:
+            block = encode_properties(record.properties)
+            whole = record.data + block
+            chained = (*record.headers, AppHeaderChain((PropertiesLengthElement(len(block)),)))
+        offset = i * chunk
+        frag = FragmentHeader(record.first_sqn, offset, total)
+        message = LbmcMessage(
+            MessageType.RETRANSMISSION,
+            topic_index,
+            (record.first_sqn + i) & SQN_MASK,
+            (*extra, frag, *chained),
+            whole[offset : offset + chunk],
+        )
+        return encode_message(message)
 
     def _counters(self) -> dict[str, int]:
         """The session's counters for its statistics (lock held)."""

@@ -63,7 +63,7 @@ class RecoveryParams:
     """Receiver-side Late Join and OTR options (guide 10.2.2, 10.3.3), UM's defaults; times in ms
     except ``otr_request_log_alert_cooldown`` (seconds)."""
 
-    use_late_join: bool = False
+    use_late_join: bool = True
     late_join_info_request_interval: int = 1000
     late_join_info_request_maximum: int = 60
     retransmit_request_interval: int = 500

@@ -45,6 +45,7 @@ from openum.wire.lbmr import (
     PATTERN_REGEX,
     TMR_LEAVE,
     ContextInstanceOption,
+    ExtendedFunctionalityOption,
     LbmrPacket,
     ReceiverAlive,
     ResolutionRequestFlags,
@@ -159,6 +160,9 @@ class SourceSpec:
     immediate_response: bool = True
     final_advertisements: int = 0
     initial_advertisement: bool = True
+    #: Topic options of this source alone (a late-join source's late-join and extended-functionality
+    #: options); an extended-functionality option here replaces the context's.
+    options: tuple[TopicOption, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,12 +408,15 @@ class ResolverEngine:
     # -- local sources ------------------------------------------------------------------------------
     def add_source(self, source_id: int, spec: SourceSpec, now_ns: int) -> list[Event]:
         """Start advertising; the source enters the resolver cache at once (for local receivers)."""
+        shared = self.settings.source_options
+        if any(isinstance(o, ExtendedFunctionalityOption) for o in spec.options):
+            shared = tuple(o for o in shared if not isinstance(o, ExtendedFunctionalityOption))
         info = TopicInfo(
             spec.topic,
             spec.index,
             spec.transport,
             0,
-            (ContextInstanceOption(self.settings.context_instance), *self.settings.source_options),
+            (ContextInstanceOption(self.settings.context_instance), *shared, *spec.options),
         )
         schedule = PhaseSchedule(spec.phases, lambda t: self._due_sources.update(source_id, t))
         src = _Source(spec, info, schedule, source_id)
