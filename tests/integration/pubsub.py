@@ -140,6 +140,23 @@ class Ports:
         return out
 
 
+class Contexts:
+    """Contexts of one test, closed (with everything in them) at the end."""
+
+    def __init__(self, ports: Ports) -> None:
+        self.ports = ports
+        self.contexts: list[openum.Context] = []
+
+    def new(self, *extra: str) -> openum.Context:
+        ctx = openum.Context(options=self.ports.options(*extra))
+        self.contexts.append(ctx)
+        return ctx
+
+    def close(self) -> None:
+        for ctx in reversed(self.contexts):
+            ctx.__exit__(None, None, None)
+
+
 @dataclass(frozen=True)
 class Got:
     """A copy of one delivered message (the payload of a Message is only valid during its callback)."""

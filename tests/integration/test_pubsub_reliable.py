@@ -28,7 +28,16 @@ from openum.transport.lbtru import CLIENT_SOCKETS
 from openum.wire.lbtrm import RmData
 from openum.wire.lbtrm import encode as rm_encode
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Processes, Recorder, SourceEvents, last_json, stays_false
+from tests.integration.pubsub import (
+    WAIT,
+    Contexts,
+    Ports,
+    Processes,
+    Recorder,
+    SourceEvents,
+    last_json,
+    stays_false,
+)
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 TRANSPORTS = ("lbtrm", "lbtru")
@@ -37,23 +46,6 @@ TRANSPORTS = ("lbtrm", "lbtru")
 @pytest.fixture
 def ports() -> Ports:
     return Ports.allocate()
-
-
-class Contexts:
-    """Contexts of one test, closed (with everything in them) at the end."""
-
-    def __init__(self, ports: Ports) -> None:
-        self.ports = ports
-        self.contexts: list[openum.Context] = []
-
-    def new(self, *extra: str) -> openum.Context:
-        ctx = openum.Context(options=self.ports.options(*extra))
-        self.contexts.append(ctx)
-        return ctx
-
-    def close(self) -> None:
-        for ctx in reversed(self.contexts):
-            ctx.__exit__(None, None, None)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from openum._immediate import MAX_IMMEDIATE_LEN
 from openum.transport.uim import MAX_INCOMING
 from openum.wire.lbmc import FragmentHeader, LbmcMessage, MessageType, TsniHeader, encode_message
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
+from tests.integration.pubsub import WAIT, Contexts, Ports, Recorder, SourceEvents
 from tests.integration.test_lbmrd_process import free_udp_port
 
 TRANSPORTS = ("tcp", "lbtru", "lbtrm")
@@ -29,21 +29,6 @@ TRANSPORTS = ("tcp", "lbtru", "lbtrm")
 @pytest.fixture
 def ports() -> Ports:
     return Ports.allocate()
-
-
-class Contexts:
-    def __init__(self, ports: Ports) -> None:
-        self.ports = ports
-        self.contexts: list[openum.Context] = []
-
-    def new(self, *extra: str) -> openum.Context:
-        ctx = openum.Context(options=self.ports.options(*extra))
-        self.contexts.append(ctx)
-        return ctx
-
-    def close(self) -> None:
-        for ctx in reversed(self.contexts):
-            ctx.__exit__(None, None, None)
 
 
 @pytest.fixture
@@ -433,7 +418,9 @@ def test_uim_connections_are_counted_active_while_open(contexts: Contexts) -> No
 
 
 def test_every_request_port_and_uim_connection_counter_moves(ports: Ports) -> None:
-    idle = "context request_tcp_activity_timeout 300"
+    # The target's idle timeout is well above the sender's deletion timeout: the sender closes first (an
+    # incoming connection the target closed would end the sender's quietly, not as idle).
+    idle = "context request_tcp_activity_timeout 1500"
     quick = ("context response_tcp_deletion_timeout 300", "context response_tcp_activity_timeout 300")
     with (
         openum.Context(options=ports.options(idle)) as target,
@@ -450,7 +437,7 @@ def test_every_request_port_and_uim_connection_counter_moves(ports: Ports) -> No
         assert (
             s.immediate_msgs_sent == 1 and s.uim_out_msgs_sent == 1 and s.uim_out_bytes_sent > len(b"counted")
         )
-        assert t.uim_port_connections_accepted == 1  # (open a moment: these timeouts are 300 ms)
+        assert t.uim_port_connections_accepted == 1  # (open a moment: the sender's timeouts are 300 ms)
         assert t.uim_port_msgs_rcved == 1 and t.uim_port_bytes_rcved == s.uim_out_bytes_sent
         # Idle: the sender's connection goes after response_tcp_deletion_timeout.
         assert wait_until(lambda: sender.statistics().uim_out_connections_closed_idle == 1, WAIT)

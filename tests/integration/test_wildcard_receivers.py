@@ -25,26 +25,9 @@ import openum
 from openum import ConfigError, MsgType, SendFlags, SourceEvent
 from openum.config import ReceiverAttributes
 from tests.helpers import wait_until
-from tests.integration.pubsub import WAIT, Ports, Recorder, SourceEvents
+from tests.integration.pubsub import WAIT, Contexts, Ports, Recorder, SourceEvents
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
-
-
-class Contexts:
-    """Contexts of one test, closed (with everything in them) at the end."""
-
-    def __init__(self, ports: Ports) -> None:
-        self.ports = ports
-        self.contexts: list[openum.Context] = []
-
-    def new(self, *extra: str) -> openum.Context:
-        ctx = openum.Context(options=self.ports.options(*extra))
-        self.contexts.append(ctx)
-        return ctx
-
-    def close(self) -> None:
-        for ctx in reversed(self.contexts):
-            ctx.__exit__(None, None, None)
 
 
 @pytest.fixture
