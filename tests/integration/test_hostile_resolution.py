@@ -95,7 +95,7 @@ def test_a_pattern_too_costly_for_the_contexts_topics_is_refused_and_counted() -
 
 
 def _forged_tirs(n: int) -> list[bytes]:
-    infos = [TopicInfo(f"forged/{i}", i, TcpTransport("10.9.0.1", 1000 + i, i)) for i in range(n)]
+    infos = [TopicInfo(f"forged/{i}", i, TcpTransport("127.9.0.1", 1000 + i, i)) for i in range(n)]
     return pack_records((), infos, 8192)
 
 

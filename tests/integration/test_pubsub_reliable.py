@@ -750,5 +750,5 @@ def test_bad_multicast_addresses_are_config_errors(contexts: Contexts) -> None:
     ctx = contexts.new()
     with pytest.raises(openum.ConfigError, match="not a multicast address"):
         ctx.create_source(
-            "reliable/notmc", {"transport": "lbtrm", "transport_lbtrm_multicast_address": "10.1.2.3"}
+            "reliable/notmc", {"transport": "lbtrm", "transport_lbtrm_multicast_address": "127.1.2.3"}
         )
