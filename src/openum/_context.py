@@ -653,15 +653,15 @@ class Context:
         thread, or through ``event_queue``) until the returned :class:`~openum.Request` is closed."""
         self._check_open("send an immediate request")
         checked = self._immediate_topic(topic)
-        request, header = self._immediate.new_request(
-            checked, callback, clientd, event_queue, "unicast_immediate_request()"
+        block = properties_block(properties)
+        return self._immediate.request(
+            checked,
+            callback,
+            clientd,
+            event_queue,
+            "unicast_immediate_request()",
+            lambda header: self._immediate.send_immediate(target, data, checked, block, header),
         )
-        try:
-            self._immediate.send_immediate(target, data, checked, properties_block(properties), header)
-        except BaseException:
-            request.close()
-            raise
-        return request
 
     def multicast_immediate_message(
         self,
@@ -696,15 +696,15 @@ class Context:
         returned :class:`~openum.Request` is closed."""
         self._check_open("send a multicast immediate request")
         checked = self._immediate_topic(topic)
-        request, header = self._immediate.new_request(
-            checked, callback, clientd, event_queue, "multicast_immediate_request()"
+        block = properties_block(properties)
+        return self._immediate.request(
+            checked,
+            callback,
+            clientd,
+            event_queue,
+            "multicast_immediate_request()",
+            lambda header: self._immediate.send_multicast(data, checked, block, header),
         )
-        try:
-            self._immediate.send_multicast(data, checked, properties_block(properties), header)
-        except BaseException:
-            request.close()
-            raise
-        return request
 
     def receive_immediate_messages(
         self,

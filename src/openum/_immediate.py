@@ -380,6 +380,24 @@ class ImmediateMessaging:
             self._counters["request_msgs_sent"] += 1
         return request, RequestHeader(index, port, ip)
 
+    def request(
+        self,
+        topic: str | None,
+        callback: ResponseCallback,
+        clientd: Any,
+        event_queue: EventQueue | None,
+        what: str,
+        send: Callable[[RequestHeader], None],
+    ) -> Request:
+        """Register a request, then ``send(header)`` it; a send that raises closes the request again."""
+        request, header = self.new_request(topic, callback, clientd, event_queue, what)
+        try:
+            send(header)
+        except BaseException:
+            request.close()
+            raise
+        return request
+
     def _forget(self, request: Request) -> None:
         with self._lock:
             if self._requests.get(request.index) is request:
