@@ -142,6 +142,10 @@ class ContextStatistics:
     source: ``late_join_info_requests_rcved``, ``late_join_rx_requests_rcved``,
     ``late_join_retransmissions_sent``, ``late_join_rx_requests_not_retained`` (answered with the
     retained range instead), ``late_join_requests_ignored`` (for no late-join source of this context).
+    Off-transport recovery (OTR), as a receiver: ``otr_rx_requests_sent`` (retransmission requests,
+    re-sends included), ``otr_msgs_recovered`` (sqns a source answered), ``otr_msgs_unrecoverable``
+    (sqns OTR gave up on or the source no longer held, reported as loss); a source answers OTR requests
+    as it answers Late Join's (the ``late_join_*`` source counters).
     """
 
     tr_dgrams_sent: int
@@ -233,6 +237,9 @@ class ContextStatistics:
     late_join_retransmissions_sent: int = 0
     late_join_rx_requests_not_retained: int = 0
     late_join_requests_ignored: int = 0
+    otr_rx_requests_sent: int = 0
+    otr_msgs_recovered: int = 0
+    otr_msgs_unrecoverable: int = 0
 
 
 #: The request/response and immediate messaging counters of ContextStatistics.
@@ -240,7 +247,7 @@ _IMMEDIATE_FIELDS: Final = tuple(
     f.name
     for f in fields(ContextStatistics)
     if f.name.startswith(
-        ("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_", "mim_", "late_join_")
+        ("request_msgs", "response_msgs", "immediate_", "requests_open", "uim_", "mim_", "late_join_", "otr_")
     )
 )
 

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any, Final
 from openum._immediate import source_index
 from openum.protocol.recovery import (
     NotRetained,
+    RecoveryKind,
     RecoveryParams,
+    RequesterStatistics,
     RetentionBuffer,
     RetentionParams,
     RetransmissionResponder,
@@ -88,6 +90,10 @@ COUNTERS: Final = (
     "late_join_retransmissions_sent",
     "late_join_rx_requests_not_retained",
     "late_join_requests_ignored",
+    # off-transport recovery, receiver side (the source side is Late Join's: the same requests)
+    "otr_rx_requests_sent",
+    "otr_msgs_recovered",
+    "otr_msgs_unrecoverable",
 )
 
 
@@ -102,8 +108,8 @@ def retention_params(attrs: Any) -> RetentionParams:
 
 
 def recovery_params(attrs: Any) -> RecoveryParams:
-    """The receiver options of Late Join (OTR's stay at their defaults: OTR is not implemented, and
-    ``use_otr`` 2 leaves it off for a receiver without persistence)."""
+    """The receiver options of Late Join and off-transport recovery (``use_otr`` 2, the default, leaves
+    OTR off for a receiver without persistence, as in UM)."""
     return RecoveryParams(
         use_late_join=bool(attrs.get("use_late_join")),
         late_join_info_request_interval=int(attrs.get("late_join_info_request_interval")),
@@ -116,7 +122,20 @@ def recovery_params(attrs: Any) -> RecoveryParams:
             attrs.get("retransmit_initial_sequence_number_request")
         ),
         retransmit_message_caching_proximity=int(attrs.get("retransmit_message_caching_proximity")),
+        use_otr=int(attrs.get("use_otr")),
+        otr_request_initial_delay=int(attrs.get("otr_request_initial_delay")),
+        otr_request_minimum_interval=int(attrs.get("otr_request_minimum_interval")),
+        otr_request_maximum_interval=int(attrs.get("otr_request_maximum_interval")),
+        otr_request_message_timeout=int(attrs.get("otr_request_message_timeout")),
+        otr_request_outstanding_maximum=int(attrs.get("otr_request_outstanding_maximum")),
+        otr_request_log_alert_cooldown=int(attrs.get("otr_request_log_alert_cooldown")),
+        otr_message_caching_threshold=int(attrs.get("otr_message_caching_threshold")),
+        otr_request_duration=_optional_int(attrs.get("otr_request_duration")),
     )
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def late_join_offer(info: TopicInfo) -> LateJoinOption | None:
@@ -267,13 +286,15 @@ class LateJoin:
         self._send_control(request.destination, header)
         if isinstance(header, LateJoinInfoRequestHeader):
             self._count("late_join_info_requests_sent")
+        elif request.kind is RecoveryKind.OTR:
+            self._count("otr_rx_requests_sent")
         else:
             self._count("late_join_rx_requests_sent")
 
-    def count_recovery(self, recovered: int, unrecoverable: int) -> None:
+    def count_recovery(self, stats: RequesterStatistics) -> None:
+        """A recovering subscription ended: keep what it recovered and gave up."""
         with self._lock:
-            self._counters["late_join_msgs_recovered"] += recovered
-            self._counters["late_join_msgs_unrecoverable"] += unrecoverable
+            _add_recovery(self._counters, stats)
 
     def _sender(self, msg: LbmcMessage) -> bytes | None:
         hdr = msg.header(ReturnContextInstanceHeader)
@@ -360,7 +381,12 @@ class LateJoin:
         for sub in list(self._by_request.values()):
             merge = sub.merge
             if merge is not None:
-                stats = merge.requester.statistics()
-                counters["late_join_msgs_recovered"] += stats.lj_recovered
-                counters["late_join_msgs_unrecoverable"] += stats.lj_lost
+                _add_recovery(counters, merge.requester.statistics())
         return counters
+
+
+def _add_recovery(counters: dict[str, int], stats: RequesterStatistics) -> None:
+    counters["late_join_msgs_recovered"] += stats.lj_recovered
+    counters["late_join_msgs_unrecoverable"] += stats.lj_lost
+    counters["otr_msgs_recovered"] += stats.otr_recovered
+    counters["otr_msgs_unrecoverable"] += stats.otr_lost

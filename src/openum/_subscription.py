@@ -94,6 +94,7 @@ class TopicSubscription(TopicHandler):
         source: str,
         attrs: Any,
         loss_timeout_ns: int,
+        resume: int | None = None,
     ) -> None:
         self.manager = manager
         self.session = session
@@ -108,52 +109,71 @@ class TopicSubscription(TopicHandler):
         )
         self.attrs = attrs  # its first receiver's: the delivery controller's options come from them
         self.subscribers: list[_Subscriber] = []
-        self.dc = DeliveryController(
-            ordered=attrs.get("ordered_delivery"),
-            loss_timeout_ns=loss_timeout_ns,
-            maximum_burst_loss=attrs.get("delivery_control_maximum_burst_loss"),
-            maximum_map_entries=manager.ctx.attributes.get("delivery_control_maximum_total_map_entries"),
-        )
         self._timer: int | None = None
-        #: Late Join (UM Concepts Guide 10.2): the merge of live data and retransmissions when the source
-        #: offers Late Join and the receiver uses it (None otherwise); it stays for the subscription's
-        #: life (``_recovered``), so the hot path below is only for subscriptions without it.
+        #: Late Join and OTR (UM Concepts Guide 10.2, 10.3): the merge of live data and retransmissions
+        #: when the source retains what it sends (its TIR offers Late Join) and the receiver recovers
+        #: (``use_late_join``, or ``use_otr`` 1); None otherwise.  It stays for the subscription's life
+        #: (``_recovered``); the hot path below asks it to let in-order messages through.
         self.merge: RecoveryMerge | None = None
         self._rtimer: int | None = None
         self._rdeadline: int | None = None
         self._lj_request = 0
         self._lj_srcidx = source_index(info.transport, info.index)
-        self._start_late_join(attrs)
+        requester = self._requester(attrs)
+        otr = requester is not None and requester.otr_enabled
+        self.dc = DeliveryController(
+            ordered=attrs.get("ordered_delivery"),
+            loss_timeout_ns=loss_timeout_ns,
+            maximum_burst_loss=attrs.get("delivery_control_maximum_burst_loss"),
+            maximum_map_entries=manager.ctx.attributes.get("delivery_control_maximum_total_map_entries"),
+            report_gaps=otr,
+        )
+        if requester is not None:
+            self._start_recovery(requester, int(attrs.get("ordered_delivery")), otr, resume)
 
-    # -- Late Join ------------------------------------------------------------------------------------
-    def _start_late_join(self, attrs: Any) -> None:
-        """Recover what the source retains when it offers Late Join and the receiver uses it."""
+    # -- Late Join and OTR -------------------------------------------------------------------------------
+    def _requester(self, attrs: Any) -> RecoveryRequester | None:
+        """The requester of Late Join and OTR when the source offers retention and the receiver uses
+        either, else None (nothing to recover from, or nothing asked)."""
         offer = late_join_offer(self.info)
-        if offer is None or not attrs.get("use_late_join"):
-            return
+        if offer is None:
+            return None
+        params = recovery_params(attrs)
+        if not params.use_late_join and not params.otr_enabled(False):
+            return None
         ctx = self.manager.ctx
         reply_to = ctx._immediate.address
         if reply_to is None:
             ctx.log.warning(
-                "%s offers Late Join, but use_late_join needs the context's request port "
-                "(request_tcp_bind_request_port 1) for the answers; not recovering",
+                "%s offers Late Join and OTR, but use_late_join and use_otr need the context's request "
+                "port (request_tcp_bind_request_port 1) for the answers; not recovering",
                 self.source,
             )
-            return
-        requester = RecoveryRequester(
-            recovery_params(attrs),
+            return None
+        return RecoveryRequester(
+            params,
             source=(offer.source_ip, offer.source_port),
             transport_index=offer.transport_index,
             topic_index=self.info.index,
             reply_to=reply_to,
             rng=self.manager._rng,
         )
-        merge = RecoveryMerge(requester, ordered=int(attrs.get("ordered_delivery")))
+
+    def _start_recovery(
+        self, requester: RecoveryRequester, ordered: int, otr: bool, resume: int | None
+    ) -> None:
+        """Merge live data with what Late Join and OTR recover; start Late Join.  ``resume``: the next
+        sqn this receiver was due from the source before its transport session ended (a reconnect):
+        Late Join starts there, or OTR recovers from there."""
+        dc = self.dc
+        merge = RecoveryMerge(requester, ordered=ordered, to_dc=dc.fill if otr else None)
         self.merge = merge
         self._lj_request = requester.request_index
+        ctx = self.manager.ctx
         ctx._immediate.late_join.add_subscription(self, self._lj_request, self._instance, self._lj_srcidx)
         now = ctx.now_ns()
-        merge.start_late_join(now)
+        if not merge.start_late_join(now, want_from=resume) and resume is not None:
+            merge.resume(resume)
         self._recovered(merge.poll(now))
 
     def deliver(self, deliveries: list[Delivery]) -> None:
@@ -188,6 +208,16 @@ class TopicSubscription(TopicHandler):
         if merge is not None:
             self._recovered(merge.on_initial_sqn(sqn, self.manager.ctx.now_ns()))
 
+    def _gaps_opened(self) -> None:
+        """OTR: the gaps the delivery controller just saw start their initial delay now (guide 10.3)."""
+        merge = self.merge
+        if merge is not None:
+            gaps = self.dc.take_new_gaps()
+            if gaps:
+                now = self.manager.ctx.now_ns()
+                for first, last in gaps:
+                    self._recovered(merge.on_gap(first, last, now))
+
     def _recovered(self, step: Step) -> None:
         """Deliver, send and log what the merge produced.
 
@@ -198,7 +228,7 @@ class TopicSubscription(TopicHandler):
         for request in step.requests:
             late_join.send_request(request)
         for warning in step.warnings:
-            self.manager.ctx.log.warning("late join from %s: %s", self.source, warning)
+            self.manager.ctx.log.warning("recovery from %s: %s", self.source, warning)
         if step.deliveries:
             self.dispatch(step.deliveries)
         self._arm_recovery()
@@ -225,14 +255,13 @@ class TopicSubscription(TopicHandler):
             self._recovered(merge.poll(self.manager.ctx.now_ns()))
 
     def _retire_merge(self) -> None:
-        """The subscription ends: count what late join did, stop routing answers here."""
+        """The subscription ends: count what Late Join and OTR did, stop routing answers here."""
         merge = self.merge
         if merge is None:
             return
         self.merge = None
-        stats = merge.requester.statistics()
         late_join = self.manager.ctx._immediate.late_join
-        late_join.count_recovery(stats.lj_recovered, stats.lj_lost)
+        late_join.count_recovery(merge.requester.statistics())
         late_join.remove_subscription(self, self._lj_request, self._instance, self._lj_srcidx)
         if self._rtimer is not None:
             self.manager.ctx._loop.cancel_timer(self._rtimer)
@@ -249,28 +278,29 @@ class TopicSubscription(TopicHandler):
         flags: int,
         properties: Any,
     ) -> None:
-        if (
-            fragment is None
-            and type(properties) is not RequestMark
-            and self.merge is None
-            and self.dc.take_next(sqn, len(payload))
-        ):
-            # The hot path: the next message in order, unfragmented (properties, if any, are a dict).
-            topic = self.topic
-            source = self.source
-            key = self._key
-            for sub in self.subscribers:
-                sub._deliver_data(topic, source, key, payload, sqn, flags, properties)
+        if fragment is None and type(properties) is not RequestMark and self.dc.take_next(sqn, len(payload)):
+            merge = self.merge
+            if merge is None or merge.take_next(sqn):
+                # The hot path: the next message in order, unfragmented (properties, if any, are a dict).
+                topic = self.topic
+                source = self.source
+                key = self._key
+                for sub in self.subscribers:
+                    sub._deliver_data(topic, source, key, payload, sqn, flags, properties)
+                return
+            self.deliver([Delivery(DeliveryKind.DATA, sqn, payload, flags, properties)])
             return
         deliveries = self.dc.on_message(
             sqn, payload, now_ns, fragment=fragment, flags=flags, properties=properties
         )
         if deliveries:
             self.deliver(deliveries)
+        self._gaps_opened()
         self._arm()
 
     def on_tsni(self, sqn: int, now_ns: int) -> None:
         self.deliver(self.dc.on_tsni(sqn, now_ns))
+        self._gaps_opened()
         self._arm()
 
     def _arm(self) -> None:
@@ -337,6 +367,9 @@ class Subscriptions:
         # The options each joined session (and the LBT-RU receiving socket) took from its first receiver.
         self._session_attrs: dict[SessionKey, Any] = {}
         self._rng = random.Random()
+        # Recovering (topic, source)s whose session ended: the next sqn each was due, so that joining
+        # the session again (a reconnect) recovers what was sent in between (oldest dropped first).
+        self._resume: dict[tuple[SessionKey, int], int] = {}
 
     def join(self, subscriber: _Subscriber, info: TopicInfo, source: str) -> None:
         """``subscriber`` found the source ``info``: join its session and topic (once)."""
@@ -385,7 +418,14 @@ class Subscriptions:
             )
         else:
             sub = TopicSubscription(
-                self, session, key, info, source, attrs, _loss_timeout_ns(transport, attrs)
+                self,
+                session,
+                key,
+                info,
+                source,
+                attrs,
+                _loss_timeout_ns(transport, attrs),
+                self._resume.pop(topic_key, None),
             )
             self.topics[topic_key] = sub
             session.topics[info.index] = sub
@@ -488,6 +528,10 @@ class Subscriptions:
         for topic_key, sub in list(self.topics.items()):
             if topic_key[0] != key:
                 continue
+            if sub.merge is not None and sub.merge.next_sqn is not None:
+                self._resume[topic_key] = sub.merge.next_sqn
+                if len(self._resume) > _RESUME_MAXIMUM:
+                    del self._resume[next(iter(self._resume))]
             sub.deliver(sub.dc.end(now))
             sub.close()
             self.topics.pop(topic_key, None)
@@ -524,10 +568,15 @@ class Subscriptions:
             session.close("the context is closing")
         self.sessions.clear()
         self._session_attrs.clear()
+        self._resume.clear()
         for receiving in (self._rm, self._ru):
             if receiving is not None:
                 receiving.close()
         self._rm = self._ru = None
+
+
+#: Most (topic, source)s remembered for a reconnect's recovery.
+_RESUME_MAXIMUM = 4096
 
 
 def _session_key(transport: Any) -> SessionKey:

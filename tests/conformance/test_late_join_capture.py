@@ -105,24 +105,7 @@ def test_late_join_requests_answers_and_retransmissions_decode_cleanly(
                 src.close()
     finally:
         cap.stop()
-    tshark = Tshark(
-        decode_as=(f"udp.port=={ports.resolver},lbmr",),
-        prefs={
-            "lbttcp.source_port_low": str(ports.tcp_low),
-            "lbttcp.source_port_high": str(ports.tcp_high),
-            "lbttcp.request_port_low": str(ports.request_low),
-            "lbttcp.request_port_high": str(ports.request_low + REQUEST_PORTS - 1),
-            "lbtrm.sport_low": str(ports.udp_low),
-            "lbtrm.sport_high": str(ports.udp_low + 7),
-            "lbtrm.dport_low": str(ports.lbtrm_destination_port),
-            "lbtrm.dport_high": str(ports.lbtrm_destination_port),
-            "lbtru.source_port_low": str(ports.lbtru_source_ports[0]),
-            "lbtru.source_port_high": str(ports.lbtru_source_ports[1]),
-            "lbtru.receiver_port_low": str(ports.lbtru_receiver_ports[0]),
-            "lbtru.receiver_port_high": str(ports.lbtru_receiver_ports[1]),
-        },
-    )
-    rows = tshark.assert_clean(cap.pcap, allowed_expert=ALLOWED_EXPERT, fields=FIELDS)
+    rows = _tshark(ports).assert_clean(cap.pcap, allowed_expert=ALLOWED_EXPERT, fields=FIELDS)
     # The TIRs advertise Late Join at the publisher's request port.
     lj_ports = {int(p) for r in rows for p in r.get("lbmr.topt.latejoin.src_tcp_port", [])}
     assert lj_ports == {pub_port[1]}
@@ -156,3 +139,95 @@ def test_late_join_requests_answers_and_retransmissions_decode_cleanly(
     assert retrans and all(len(r["lbmc.ctxinstr"]) >= len(r["lbmc.srcidx.srcidx"]) for r in retrans)
     assert {int(s) for r in retrans for s in r.get("lbmc.sqn", [])} >= set(range(COUNT))
     assert any(int(t, 0) == 0xA for r in retrans for t in r["lbmc.type"]), retrans[:2]
+
+
+def _tshark(ports: Ports) -> Tshark:
+    return Tshark(
+        decode_as=(f"udp.port=={ports.resolver},lbmr",),
+        prefs={
+            "lbttcp.source_port_low": str(ports.tcp_low),
+            "lbttcp.source_port_high": str(ports.tcp_high),
+            "lbttcp.request_port_low": str(ports.request_low),
+            "lbttcp.request_port_high": str(ports.request_low + REQUEST_PORTS - 1),
+            "lbtrm.sport_low": str(ports.udp_low),
+            "lbtrm.sport_high": str(ports.udp_low + 7),
+            "lbtrm.dport_low": str(ports.lbtrm_destination_port),
+            "lbtrm.dport_high": str(ports.lbtrm_destination_port),
+            "lbtru.source_port_low": str(ports.lbtru_source_ports[0]),
+            "lbtru.source_port_high": str(ports.lbtru_source_ports[1]),
+            "lbtru.receiver_port_low": str(ports.lbtru_receiver_ports[0]),
+            "lbtru.receiver_port_high": str(ports.lbtru_receiver_ports[1]),
+        },
+    )
+
+
+def test_otr_requests_and_retransmissions_decode_cleanly(
+    capture_lo: Callable[[Path, str], Capture], tmp_path: Path
+) -> None:
+    """OTR (UM Concepts Guide 10.3) uses Late Join's packets: UME_RXREQs for the sqns the transport lost
+    (LBT-RM without NAKs here, every third data datagram dropped by the receiver's test hook), answered
+    with type-0xA retransmissions of the original sqn to the receiver's request port."""
+    ports = Ports.allocate(4)
+    capture_filter = (
+        f"udp port {ports.resolver} or tcp portrange "
+        f"{ports.request_low}-{ports.request_low + REQUEST_PORTS - 1} "
+        f"or udp portrange {ports.udp_low}-{ports.udp_low + 30}"
+    )
+    cap = capture_lo(tmp_path / "otr.pcap", capture_filter)
+    otr_options = ("receiver use_otr 1", "receiver use_late_join 0", "receiver otr_request_initial_delay 10")
+    no_naks = ("receiver transport_lbtrm_send_naks 0", "receiver transport_lbtrm_nak_generation_interval 300")
+    try:
+        assert cap.ready.wait(20), cap.stderr
+        with (
+            openum.Context(
+                options=ports.options("source transport_topic_sequence_number_info_interval 500")
+            ) as pub,
+            openum.Context(options=ports.options(*otr_options, *no_naks)) as sub,
+        ):
+            got: list[tuple[int, int]] = []
+            lock = threading.Lock()
+
+            def on_msg(msg: openum.Message) -> None:
+                if msg.type is MsgType.DATA:
+                    with lock:
+                        got.append((msg.sequence_number, int(msg.flags)))
+
+            rcv = sub.create_receiver("otr/lbtrm", on_msg)
+            src = pub.create_source(
+                "otr/lbtrm",
+                attrs={"transport": "lbtrm", "late_join": 1, "retransmit_retention_size_threshold": 1 << 20},
+            )
+            assert wait_until(lambda: sub.statistics().lbtrm_rcv_sessions == 1, WAIT)
+            rm = sub._subscriptions._rm
+            assert rm is not None
+            seen = [0]
+
+            def every_third(_datagram: object) -> bool:
+                seen[0] += 1
+                return seen[0] % 3 == 2
+
+            rm._drop = every_third
+            for i in range(COUNT):
+                src.send(i.to_bytes(8, "big"), openum.SendFlags.FLUSH)
+            assert wait_until(lambda: len(got) == COUNT, WAIT), got
+            recovered = {s for s, flags in got if flags & MsgFlags.OTR}
+            assert [s for s, _ in got] == list(range(COUNT)) and recovered
+            stats = sub.statistics()
+            assert stats.otr_rx_requests_sent >= len(recovered) and stats.otr_msgs_recovered >= len(recovered)
+            pub_port, sub_port = pub.request_port, sub.request_port
+            assert pub_port is not None and sub_port is not None
+            # Frames after the last recovery are on file (dumpcap counts what it wrote; TIRs keep coming).
+            mark = cap.packets
+            assert cap.wait_packets(max(2 * COUNT, mark + 10)), (cap.packets, cap.stderr)
+            rcv.close()
+            src.close()
+    finally:
+        cap.stop()
+    rows = _tshark(ports).assert_clean(cap.pcap, allowed_expert=TCP_ANALYSIS_EXPERT, fields=FIELDS)
+    rxreqs = [r for r in rows if "lbmc.ume_rxreq.seqnum" in r]
+    assert all(r["tcp.dstport"] == [str(pub_port[1])] for r in rxreqs)
+    assert {int(s) for r in rxreqs for s in r["lbmc.ume_rxreq.seqnum"]} >= recovered
+    assert {int(p) for r in rxreqs for p in r["lbmc.ume_rxreq.rx_port"]} == {sub_port[1]}
+    retrans = [r for r in rows if r.get("tcp.dstport") == [str(sub_port[1])] and "lbmc.srcidx.srcidx" in r]
+    assert any(int(t, 0) == 0xA for r in retrans for t in r["lbmc.type"]), retrans[:2]
+    assert {int(s) for r in retrans for s in r.get("lbmc.sqn", [])} >= recovered

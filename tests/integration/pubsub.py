@@ -167,6 +167,7 @@ class Got:
     sqn: int
     data: bytes
     properties: dict[str, Any] | None
+    flags: int = 0
 
     @property
     def counter(self) -> int:
@@ -190,7 +191,7 @@ class Recorder:
 
     def __call__(self, msg: openum.Message) -> None:
         data = bytes(msg.data) if msg.type is MsgType.DATA else b""
-        item = Got(msg.type, msg.topic, msg.source, msg.sequence_number, data, msg.properties)
+        item = Got(msg.type, msg.topic, msg.source, msg.sequence_number, data, msg.properties, int(msg.flags))
         with self.lock:
             self.got.append(item)
             self.counts[msg.type] += 1

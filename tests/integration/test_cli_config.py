@@ -73,7 +73,7 @@ def test_options_tsv_lists_every_guide_pair() -> None:
 def test_check_names_every_unimplemented_line_and_the_opt_out_lets_them_through(tmp_path: Path) -> None:
     cfg = tmp_path / "um.cfg"
     cfg.write_text(
-        "context use_tls 1\nreceiver use_otr 1\ncontext resolver_service 127.0.0.1:27000\n"
+        "context use_tls 1\nreceiver hf_duplicate_delivery 1\ncontext resolver_service 127.0.0.1:27000\n"
         "context resolver_multicast_port 12965\n"
     )
     proc = run("config", "check", str(cfg))
@@ -82,7 +82,11 @@ def test_check_names_every_unimplemented_line_and_the_opt_out_lets_them_through(
     assert [ln.split(":")[1] for ln in lines] == ["1", "2", "3"]
     for line, option in zip(
         lines,
-        ("context option use_tls", "receiver option use_otr", "context option resolver_service"),
+        (
+            "context option use_tls",
+            "receiver option hf_duplicate_delivery",
+            "context option resolver_service",
+        ),
         strict=True,
     ):
         assert f"{option} is not implemented in this version of openum" in line

@@ -157,7 +157,7 @@ def test_without_a_request_port_a_source_does_not_offer_late_join() -> None:
 
 class FakeSub:
     def __init__(self) -> None:
-        stats = SimpleNamespace(lj_recovered=2, lj_lost=1)
+        stats = SimpleNamespace(lj_recovered=2, lj_lost=1, otr_recovered=3, otr_lost=4)
         self.merge = SimpleNamespace(requester=SimpleNamespace(statistics=lambda: stats))
         self.calls: list[tuple[str, Any]] = []
 
@@ -193,6 +193,7 @@ def test_answers_reach_the_subscription_by_request_index_source_index_and_instan
     assert stats["late_join_retransmissions_dropped"] == 1
     # What the subscriptions recovering now did so far counts too.
     assert (stats["late_join_msgs_recovered"], stats["late_join_msgs_unrecoverable"]) == (4, 2)
+    assert (stats["otr_msgs_recovered"], stats["otr_msgs_unrecoverable"]) == (6, 8)
     router.remove_subscription(sub, 77, INSTANCE, (0xABCD << 32) | 3)
     assert router.on_message(_control(ctx, LateJoinInfoHeader(0, 4, 77)))
     assert len(sub.calls) == 3 and router.statistics()["late_join_requests_ignored"] == 1

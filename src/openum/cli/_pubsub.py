@@ -30,7 +30,10 @@ join later, says so on stderr after the last send (``... retained for late joine
 until no late-join request has arrived for ``--linger`` seconds, and reports the requests it answered
 under ``late_join``.  ``recv`` counts the data messages flagged ``RETRANSMIT`` (recovered by late join, or
 repaired by the transport) as ``retransmitted`` and, when it late-joined a source, shows its requests
-and the messages recovered or given up under ``late_join``.
+and the messages recovered or given up under ``late_join``.  With ``--option "receiver use_otr 1"`` it
+counts the messages flagged ``OTR`` (recovered off the transport, UM Concepts Guide 10.3) as
+``recovered`` and, when it sent OTR requests, shows them and what was recovered or given up under
+``otr``.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ _COUNTER = struct.Struct(">Q")
 #: IntFlag for each call (about 1 microsecond on recv's per-message path).
 _IMMEDIATE = int(MsgFlags.IMMEDIATE)
 _RETRANSMIT = int(MsgFlags.RETRANSMIT)
+_OTR = int(MsgFlags.OTR)
 #: Bytes the retention buffer counts per message on top of its payload (its per-message overhead).
 _RETENTION_OVERHEAD = 64
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -321,6 +325,8 @@ _RECEIVER_LATE_JOIN = (
     "late_join_msgs_recovered",
     "late_join_msgs_unrecoverable",
 )
+#: ... and under ``otr`` when it sent OTR requests.
+_RECEIVER_OTR = ("otr_rx_requests_sent", "otr_msgs_recovered", "otr_msgs_unrecoverable")
 
 
 def _late_join_counters(ctx: Any) -> dict[str, int]:
@@ -386,6 +392,7 @@ class _Tally:
     unrecoverable_loss: int = 0
     unrecoverable_loss_burst: int = 0
     retransmitted: int = 0
+    recovered: int = 0
     first: float | None = None
     last: float | None = None
     expected: dict[str, int] = field(default_factory=dict)  # per source: next counter
@@ -431,6 +438,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
                 tally.immediate += 1
             if flags & _RETRANSMIT:
                 tally.retransmitted += 1
+            if flags & _OTR:
+                tally.recovered += 1
             data = msg.data
             tally.bytes += len(data)
             source = msg.source
@@ -514,6 +523,7 @@ def cmd_recv(args: argparse.Namespace) -> int:
         "unrecoverable_loss": tally.unrecoverable_loss,
         "unrecoverable_loss_burst": tally.unrecoverable_loss_burst,
         "retransmitted": tally.retransmitted,
+        "recovered": tally.recovered,
         "bos": tally.bos,
         "eos": tally.eos,
         "immediate": tally.immediate,
@@ -522,6 +532,8 @@ def cmd_recv(args: argparse.Namespace) -> int:
         summary["late_join"] = {
             name.removeprefix("late_join_"): getattr(context_stats, name) for name in _RECEIVER_LATE_JOIN
         }
+    if context_stats.otr_rx_requests_sent:  # it recovered off the transport
+        summary["otr"] = {name.removeprefix("otr_"): getattr(context_stats, name) for name in _RECEIVER_OTR}
     if args.immediate:
         summary["topicless"] = tally.topicless
     if wildcard:

@@ -136,6 +136,10 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "retransmit_request_interval", "retransmit_request_maximum", "retransmit_request_message_timeout",
         "retransmit_request_outstanding_maximum", "retransmit_initial_sequence_number_request",
         "retransmit_message_caching_proximity",
+        # off-transport recovery (10.3): the same requests when the transport could not repair a gap
+        "use_otr", "otr_request_initial_delay", "otr_request_minimum_interval",
+        "otr_request_maximum_interval", "otr_request_message_timeout", "otr_request_outstanding_maximum",
+        "otr_request_log_alert_cooldown", "otr_message_caching_threshold", "otr_request_duration",
         # delivery control (8.6-8.8)
         "delivery_control_maximum_burst_loss", "ordered_delivery",
         # queries (8.1)

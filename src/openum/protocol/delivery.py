@@ -192,7 +192,9 @@ class DeliveryController:
     sqns is declared lost at once as one burst (seed 2.4.5; 0 makes every gap a burst, the guide
     recommends 1000000000, effectively off).  ``maximum_map_entries``:
     ``delivery_control_maximum_total_map_entries``: most order-map / received-set entries; beyond it the
-    oldest gap is declared lost early (0: unbounded).
+    oldest gap is declared lost early (0: unbounded).  ``report_gaps``: keep the gaps as they open for
+    :meth:`take_new_gaps` (off-transport recovery starts its initial delay there; :meth:`fill` puts what
+    it recovers back into the stream).
 
     Rules:
 
@@ -231,6 +233,7 @@ class DeliveryController:
         "_fast",
         "_frags_discarded",
         "_frags_rcvd",
+        "_gap_log",
         "_gaps",
         "_held",
         "_leading",
@@ -255,6 +258,7 @@ class DeliveryController:
         loss_timeout_ns: int = 10_000_000_000,
         maximum_burst_loss: int = 1024,
         maximum_map_entries: int = 200_000,
+        report_gaps: bool = False,
     ) -> None:
         if ordered not in (1, 0, -1):
             raise ValueError(f"ordered must be 1, 0 or -1, not {ordered!r}")
@@ -289,6 +293,8 @@ class DeliveryController:
         self._frags_discarded = 0
         self._overflow_losses = 0
         self._tsnis = 0
+        # report_gaps (OTR, UM Concepts Guide 10.3): the gaps opened since take_new_gaps last ran.
+        self._gap_log: list[tuple[int, int]] | None = [] if report_gaps else None
 
     # ----------------------------------------------------------------------------------------- API
 
@@ -339,6 +345,43 @@ class DeliveryController:
         self._bytes += size
         return True
 
+    def fill(
+        self,
+        sqn: int,
+        payload: bytes | memoryview,
+        now_ns: int,
+        fragment: Fragment | None = None,
+        flags: int = 0,
+        properties: object = None,
+    ) -> tuple[bool, list[Delivery]]:
+        """A message recovered off the transport (OTR, UM Concepts Guide 10.3): when ``sqn`` is still
+        missing inside an open gap (at or after the next sqn due, before the highest known, neither held
+        nor declared lost), take it as if the transport had brought it, with ``flags``, and return
+        ``(True, outputs)``: it and whatever was held behind it are delivered in place.  Otherwise change
+        nothing and return ``(False, outputs)``: the DC has resolved that sqn (delivered or declared
+        lost) or never knew it.  ``outputs`` include the loss timers that were due either way."""
+        if self._ended or not self._started:
+            return False, []
+        out: list[Delivery] = []
+        if self._gaps and self._gaps[0][1] <= now_ns:
+            self._expire(now_ns, out)
+            self._refresh()
+        sqn &= SQN_MASK
+        if _behind(sqn, self._next) or not _behind(sqn, self._top) or sqn in self._held or sqn in self._seen:
+            return False, out
+        out.extend(self._on_message_slow(sqn, payload, now_ns, fragment, flags, properties))
+        return True, out
+
+    def take_new_gaps(self) -> list[tuple[int, int]]:
+        """With ``report_gaps``: the gaps (first, last sqn, inclusive) opened since the last call, when
+        they opened (a message after missing ones, or a TSNI beyond the highest sqn known); OTR's initial
+        delay runs from then (UM Concepts Guide 10.3).  Always empty without ``report_gaps``."""
+        log = self._gap_log
+        if not log:
+            return []
+        self._gap_log = []
+        return log
+
     def on_tsni(self, sqn: int, now_ns: int) -> list[Delivery]:
         """A TSNI: ``sqn`` is the last sqn the source sent on this topic (seed 8.9, spec A33/A35).
 
@@ -361,6 +404,8 @@ class DeliveryController:
                 self._burst(end, out)
             else:
                 self._gaps.append((end, now_ns + self._timeout))
+                if self._gap_log is not None:
+                    self._gap_log.append((self._top, sqn))
                 self._top = end
             if self._gaps and self._gaps[0][1] <= now_ns:
                 self._expire(now_ns, out)
@@ -462,6 +507,8 @@ class DeliveryController:
                 self._burst(sqn, out)
             elif ahead:
                 self._gaps.append((sqn, now_ns + self._timeout))  # the gap's timer starts now
+                if self._gap_log is not None:
+                    self._gap_log.append((self._top, (sqn - 1) & SQN_MASK))
             self._top = (sqn + 1) & SQN_MASK
         if self._ordered == 1:
             self._arrive_ordered(sqn, payload, fragment, flags, properties, out)

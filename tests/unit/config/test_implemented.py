@@ -198,7 +198,7 @@ def test_the_implemented_table_is_checked_when_the_registry_is_built() -> None:
 def test_refused_in_a_flat_file_with_file_and_line(tmp_path: Path) -> None:
     cfg = tmp_path / "um.cfg"
     cfg.write_text(
-        "context use_tls 1\n# a comment\nreceiver use_otr 1\n"
+        "context use_tls 1\n# a comment\nreceiver hf_duplicate_delivery 1\n"
         "context resolver_service 127.0.0.1:27000\ncontext resolver_multicast_port 12965\n"
     )
     with pytest.raises(openum.ConfigError) as err:
@@ -206,7 +206,7 @@ def test_refused_in_a_flat_file_with_file_and_line(tmp_path: Path) -> None:
     found = [(e.source, e.line, e.scope, e.option) for e in err.value.errors]
     assert found == [
         (str(cfg), 1, "context", "use_tls"),
-        (str(cfg), 3, "receiver", "use_otr"),
+        (str(cfg), 3, "receiver", "hf_duplicate_delivery"),
         (str(cfg), 4, "context", "resolver_service"),
     ]
     assert all("not implemented in this version of openum" in e.reason for e in err.value.errors)
@@ -218,24 +218,24 @@ def test_refused_in_xml_files_including_per_topic_entries() -> None:
         '<contexts><context name="c">\n'
         '<options type="context"><option name="use_tls" default-value="1"/></options>\n'
         '<receivers><topic topicname="orders">\n'
-        '<options type="receiver"><option name="use_otr" default-value="1"/></options>\n'
+        '<options type="receiver"><option name="hf_duplicate_delivery" default-value="1"/></options>\n'
         "</topic></receivers>\n"
         "</context></contexts></application></applications></um-configuration>\n"
     )
     with pytest.raises(openum.ConfigError) as err:
         parse_xml_text(xml, "um.xml")
-    assert [(e.line, e.option) for e in err.value.errors] == [(5, "use_tls"), (7, "use_otr")]
+    assert [(e.line, e.option) for e in err.value.errors] == [(5, "use_tls"), (7, "hf_duplicate_delivery")]
     assert all(e.source == "um.xml" for e in err.value.errors)
 
 
 def test_refused_from_code_options_and_mappings() -> None:
-    with pytest.raises(openum.ConfigError, match="receiver option use_otr is not implemented"):
-        ReceiverAttributes().set("use_otr", 1)
-    with pytest.raises(openum.ConfigError, match="use_otr"):
-        ReceiverAttributes(values={"use_otr": 1})
+    with pytest.raises(openum.ConfigError, match="receiver option hf_duplicate_delivery is not implemented"):
+        ReceiverAttributes().set("hf_duplicate_delivery", 1)
+    with pytest.raises(openum.ConfigError, match="hf_duplicate_delivery"):
+        ReceiverAttributes(values={"hf_duplicate_delivery": 1})
     for line in (
         "context use_tls 1",
-        "receiver use_otr 1",
+        "receiver hf_duplicate_delivery 1",
         "context resolver_service 127.0.0.1:27000",
     ):
         with pytest.raises(openum.ConfigError, match="not implemented") as err:
@@ -246,8 +246,8 @@ def test_refused_from_code_options_and_mappings() -> None:
     with pytest.raises(openum.ConfigError, match="context_event_function"):
         openum.Context(attrs={"context_event_function": lambda *a: None})
     with openum.Context(options=["context resolver_multicast_port 12965"]) as ctx:
-        with pytest.raises(openum.ConfigError, match="use_otr"):
-            ctx.create_receiver("t", attrs={"use_otr": 1})
+        with pytest.raises(openum.ConfigError, match="hf_duplicate_delivery"):
+            ctx.create_receiver("t", attrs={"hf_duplicate_delivery": 1})
         with pytest.raises(openum.ConfigError, match="monitor_interval"):
             ctx.create_wildcard_receiver("^t", attrs={"monitor_interval": 5})
 
@@ -269,30 +269,30 @@ def test_opt_out_lets_options_through_with_one_warning_per_option(
     monkeypatch.setenv(ENV_POLICY, "warn")
     assert unimplemented_policy() == "warn"
     cfg = tmp_path / "um.cfg"
-    cfg.write_text("context use_tls 1\nreceiver otr_request_initial_delay 100\n")
+    cfg.write_text("context use_tls 1\nreceiver ume_registration_interval 100\n")
     options = ["context resolver_service 127.0.0.1:27000", "context use_tls 1"]  # use_tls twice
     caplog.set_level(logging.WARNING, logger="openum")
     with openum.Context(cfg, options=options) as ctx:
         warned = _warnings(caplog)
         assert len(warned) == 3, warned
         assert any("context option use_tls 1 " in w and f"{cfg}:1" in w for w in warned)
-        assert any("receiver option otr_request_initial_delay 100 " in w for w in warned)
+        assert any("receiver option ume_registration_interval 100 " in w for w in warned)
         assert any("context option resolver_service 127.0.0.1:27000 " in w for w in warned)
         assert all("has no effect" in w and f"{ENV_POLICY}=warn" in w for w in warned)
         # Receivers created later do not repeat them; a new option set from code gets its own warning.
         ctx.create_receiver("a").close()
-        ctx.create_receiver("b", attrs={"use_otr": 1}).close()
-        ctx.create_receiver("c", attrs={"use_otr": 1}).close()
+        ctx.create_receiver("b", attrs={"hf_duplicate_delivery": 1}).close()
+        ctx.create_receiver("c", attrs={"hf_duplicate_delivery": 1}).close()
         warned = _warnings(caplog)
         assert len(warned) == 4
-        assert "receiver option use_otr 1 " in warned[-1] and "code" in warned[-1]
+        assert "receiver option hf_duplicate_delivery 1 " in warned[-1] and "code" in warned[-1]
     assert ctx.closed
 
 
 def test_opt_out_from_code_and_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     set_unimplemented_policy("warn")
     assert unimplemented_policy() == "warn"
-    assert ReceiverAttributes(values={"use_otr": 1}).get("use_otr") == 1
+    assert ReceiverAttributes(values={"hf_duplicate_delivery": 1}).get("hf_duplicate_delivery") == 1
     set_unimplemented_policy("refuse")
     monkeypatch.setenv(ENV_POLICY, "warn")
     assert unimplemented_policy() == "refuse"  # code wins over the environment

@@ -300,3 +300,36 @@ def test_requester_kind_reaches_the_message_flags() -> None:
     assert m.requester.on_retransmission(0, 0) is RecoveryKind.LATE_JOIN
     step = rx(m, 0)  # nothing waits for it any more, still new: a plain retransmission
     assert show(step) == ["0RX", "1"]
+
+
+def test_take_next_lets_in_order_messages_through_only_while_nothing_is_pending() -> None:
+    m = merge(use_otr=1, otr_request_initial_delay=10)
+    assert not m.take_next(1)  # nothing seen yet: the stream's start is the merge's to set
+    assert show(m.on_live(live(1), 0)) == ["1"]
+    assert m.take_next(2) and m.take_next(3)
+    assert not m.take_next(5)  # not the next one
+    assert m.statistics().delivered == 3 and m.next_sqn == 4
+    m.on_gap(4, 4, 0)  # OTR recovers 4: nothing passes until it is settled
+    assert not m.take_next(4)
+    assert requested(m.poll(10 * MS)) == [4]
+    assert show(rx(m, 4, 11 * MS)) == ["4OTR"]
+    assert show(m.on_live([loss(4), *live(5)], 20 * MS)) == ["5"]  # the DC gave up on 4 later
+    assert m.take_next(6)
+
+
+def test_resume_recovers_what_was_sent_while_the_session_was_down() -> None:
+    m = merge(use_otr=1, otr_request_initial_delay=0)
+    m.resume(10)
+    step = m.on_live(live(13, 14), 0)  # 10..12 were sent between the two sessions
+    assert show(step) == [] and requested(step) == [10, 11, 12]
+    assert show(rx(m, 11, MS)) == []  # held: 10 comes first
+    assert show(rx(m, 10, MS)) == ["10OTR", "11OTR"]
+    assert show(rx(m, 12, 2 * MS)) == ["12OTR", "13", "14"]
+    assert m.statistics().recovered_otr == 3
+
+
+def test_resume_without_otr_starts_at_the_first_live_message() -> None:
+    m = merge(use_otr=0)
+    m.resume(10)
+    assert show(m.on_live(live(13, 14), 0)) == ["13", "14"]
+    assert m.next_deadline() is None

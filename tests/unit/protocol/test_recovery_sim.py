@@ -76,7 +76,10 @@ class World:
         self.buf: RetentionBuffer[bytes] = RetentionBuffer(self.retention)
         self.resp = RetransmissionResponder(self.buf, self.retention, topic_index=7)
         self.dc = DeliveryController(
-            ordered=self.ordered, loss_timeout_ns=self.loss_timeout_ms * MS, maximum_burst_loss=self.burst
+            ordered=self.ordered,
+            loss_timeout_ns=self.loss_timeout_ms * MS,
+            maximum_burst_loss=self.burst,
+            report_gaps=self.early_otr,
         )
         req = RecoveryRequester(
             self.params,
@@ -86,7 +89,7 @@ class World:
             reply_to=RCV,
             rng=random.Random(self.seed),
         )
-        self.merge = RecoveryMerge(req, ordered=self.ordered, to_dc=self._to_dc if self.dc_fill else None)
+        self.merge = RecoveryMerge(req, ordered=self.ordered, to_dc=self.dc.fill if self.dc_fill else None)
         self.events: list[tuple[int, int, str, object]] = []
         self.seq = 0
         self.out: list[Delivery] = []
@@ -95,21 +98,6 @@ class World:
         self.joined = False
         self.last_live: int | None = None
         self.max_lj_outstanding = 0
-
-    def _to_dc(
-        self,
-        sqn: int,
-        data: bytes | memoryview,
-        now: int,
-        fragment: tuple[int, int, int] | None,
-        flags: int,
-        properties: object,
-    ) -> tuple[bool, list[Delivery]]:
-        """What the transport does until the DC says itself whether a sqn is still open: offer it and
-        see whether the DC counted it as a duplicate."""
-        before = self.dc.statistics().duplicates_dropped
-        out = self.dc.on_message(sqn, data, now, fragment=fragment, flags=flags, properties=properties)
-        return self.dc.statistics().duplicates_dropped == before, out
 
     @property
     def now(self) -> int:
@@ -183,17 +171,22 @@ class World:
         if deadline is not None and deadline <= now:
             self._take(self.merge.poll(now))
 
+    def _gaps(self, now: int) -> None:
+        """OTR's initial delay runs from the gaps the DC reports as they open (``early_otr``)."""
+        for first, last in self.dc.take_new_gaps():
+            self._take(self.merge.on_gap(first, last, now))
+
     def _event(self, kind: str, data: object, now: int) -> None:
         if kind == "live":
             assert isinstance(data, int)
-            if self.early_otr and self.last_live is not None and data > self.last_live + 1:
-                self._take(self.merge.on_gap(self.last_live + 1, data - 1, now))
             self.last_live = data if self.last_live is None else max(self.last_live, data)
             self._take(self.merge.on_live(self.dc.on_message(data, payload(data), now), now))
+            self._gaps(now)
         elif kind == "tsni":
             assert isinstance(data, int)
             if self.joined:
                 self._take(self.merge.on_live(self.dc.on_tsni(data, now), now))
+                self._gaps(now)
         elif kind == "to_source":
             self._serve(data, now)
         elif kind == "lj_info":

@@ -121,6 +121,7 @@ class RecoveryMerge:
         self._floor: int | None = None
         self._released_any = False
         self._ended = False
+        self._resume_from: int | None = None
         self._out: list[Delivery] = []
         self._requests: list[SendRequest] = []
         self._warnings: list[str] = []
@@ -138,6 +139,43 @@ class RecoveryMerge:
         if self._released_any or self._first_live is not None:
             return False
         return self._req.start_late_join(now_ns, want_from=want_from)
+
+    def take_next(self, sqn: int) -> bool:
+        """The receive hot path: the DC delivered ``sqn`` at once as the next message in order.  True
+        when the merge holds nothing and recovers nothing, so the message goes to the application
+        unchanged and the merge only notes it; False changes nothing (hand it to :meth:`on_live`)."""
+        cursor = self._cursor
+        if (
+            cursor is None
+            or cursor != self._live_next
+            or (cursor & SQN_MASK) != sqn
+            or self._held
+            or self._asm is not None
+            or self._ended
+            or not self._req.idle
+        ):
+            return False
+        self._u(sqn)
+        self._cursor = self._live_next = cursor + 1
+        self._n["data"] += 1
+        return True
+
+    def resume(self, sqn: int) -> None:
+        """The receiver had this source's stream up to ``sqn - 1`` before its transport session ended
+        and was joined again (a TCP reconnect): what the source sent in between is recovered by OTR
+        when the first live message shows the gap (without OTR that gap is not reported, as with any
+        join).  Call before any live message is handed over."""
+        if self._first_live is None and not self._released_any:
+            self._resume_from = self._u(sqn & SQN_MASK)
+
+    @property
+    def next_sqn(self) -> int | None:
+        """One past the newest sqn of the stream handed on or held (None before any): where a
+        :meth:`resume` after a reconnect starts."""
+        top = self._live_next
+        if self._cursor is not None and (top is None or self._cursor > top):
+            top = self._cursor
+        return None if top is None else top & SQN_MASK
 
     def on_live(self, deliveries: Iterable[Delivery], now_ns: int) -> Step:
         """The DC's outputs, in the order it gave them."""
@@ -295,6 +333,8 @@ class RecoveryMerge:
         if self._first_live is None:
             self._first_live = start
             self._req.live_started(start & SQN_MASK, now_ns)
+            if self._resume_from is not None:
+                self._resume_at(start, now_ns)
         if self._ordered != 1:
             self._live_unordered(d, start, end, now_ns)
             return
@@ -328,6 +368,17 @@ class RecoveryMerge:
         elif not self._insert(_Item(_LOSS, start, start, d, None, False)):
             self._n["dup"] += 1
         self._release()
+
+    def _resume_at(self, start: int, now_ns: int) -> None:
+        """The first live message after :meth:`resume`: OTR recovers what lies between."""
+        r, self._resume_from = self._resume_from, None
+        if r is None or self._req.late_join_active or not r < start < r + _PROXIMITY_OFF:
+            return
+        if self._req.on_loss(r & SQN_MASK, (start - 1) & SQN_MASK, now_ns):
+            if self._ordered == 1:
+                self._cursor = r
+            else:
+                self._floor = r
 
     def _cache_ok(self, item: _Item) -> bool:
         """May a live item that recovery holds back stay cached (module docstring)?"""
