@@ -59,3 +59,10 @@ def test_the_late_join_example_prints_what_the_docs_show(tmp_path: Path) -> None
     example = _blocks(doc, "python")[0]
     shown = _blocks(doc, "")[0].splitlines()
     assert _run(example, tmp_path).splitlines() == shown
+
+
+def test_the_otr_example_prints_what_the_docs_show(tmp_path: Path) -> None:
+    doc = DOCS / "late-join.md"
+    example = _blocks(doc, "python")[1]
+    shown = _blocks(doc, "")[2].splitlines()
+    assert _run(example, tmp_path).splitlines() == shown
