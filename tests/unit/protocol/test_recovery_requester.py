@@ -240,6 +240,17 @@ def test_initial_sequence_number_request_asks_an_empty_source_for_its_start() ->
     out = req.poll(2 * MS)
     assert out[0] == LateJoinPlanned(50)
     assert rx_sqns(out) == [50, 51, 52]
+    # The source sent 50..59 after answering the LJI_REQ, and its TSNI (59) is read before any of them:
+    # they were sent after the receiver joined and come live; the stream still starts at 50.
+    race = make(use_late_join=True)
+    race.start_late_join(0)
+    race.poll(0)
+    race.on_late_join_info(info(race, 50, 49), 0)
+    race.poll(0)
+    assert race.on_initial_sqn(59, MS)
+    assert race.poll(MS) == [LateJoinPlanned(50)]
+    race.live_started(51, 2 * MS)  # 50 was lost on the way: late join asks for it
+    assert rx_sqns(race.poll(2 * MS)) == [50]
     off = make(use_late_join=True, retransmit_initial_sequence_number_request=False)
     off.start_late_join(0)
     off.poll(0)

@@ -19,7 +19,8 @@ whose TIR offers it:
    whole stream) that the source no longer holds are reported at once as one :class:`RecoveryLost`
    burst; without ``want_from`` nothing before ``low`` counts as lost (leading loss, guide 2.4.3).
    An empty range (nothing sent yet) with ``retransmit_initial_sequence_number_request`` sends one
-   UME_RXREQ with the T flag; its TSNI answer (:meth:`on_initial_sqn`) gives the stream's start.
+   UME_RXREQ with the T flag; its TSNI answer (:meth:`on_initial_sqn`) gives the stream's start (never
+   after the empty range's next sqn: what was sent since is live for this receiver).
 3. One UME_RXREQ per sqn, oldest first, never more than ``retransmit_request_outstanding_maximum``
    requested and unanswered at once (a sliding window: each arrival lets the next one go).  A request
    unanswered for ``retransmit_request_interval`` ms is sent again (with a :class:`RecoveryWarning`, as
@@ -115,6 +116,7 @@ class RecoveryRequester:
         self._lji_sent = 0
         self._lji_next = 0  # when the next LJI_REQ (or the T request) is due
         self._t_first = 0  # when the T request was first sent
+        self._t_low = 0  # the next sqn of the empty range that made it
         self._queue: list[list[int]] = []  # [start, end] (inclusive) ranges still to request, in order
         self._lj_end: int | None = None  # the last sqn late join covers
         self._lj_out: dict[int, list[int]] = {}  # sqn -> [first sent, last sent]
@@ -212,17 +214,21 @@ class RecoveryRequester:
         if high < low and self._p.retransmit_initial_sequence_number_request:
             self._lj = LateJoinState.INITIAL_SQN
             self._t_first = now_ns
+            self._t_low = low
             self._send_tsni_request(now_ns)
             return True
         self._plan(low, high)
         return True
 
     def on_initial_sqn(self, sqn: int, now_ns: int) -> bool:
-        """The TSNI answer to the T request: ``sqn`` is the last sqn the source sent."""
+        """The TSNI answer to the T request: ``sqn`` is the last sqn the source sent.  The stream starts
+        after it, or at the empty range's next sqn when that is lower: what the source sent after it
+        answered the LJI_REQ was sent after this receiver joined, so it comes live (it may still be in
+        the receiver's socket when the TSNI is read)."""
         if self._lj is not LateJoinState.INITIAL_SQN:
             self._n["ign"] += 1
             return False
-        start = self._u(sqn & SQN_MASK) + 1
+        start = min(self._u(sqn & SQN_MASK) + 1, self._t_low)
         self._plan(start, start - 1)
         return True
 
