@@ -70,9 +70,9 @@ def _ready(ctx: openum.Context, transport: str, events: SourceEvents) -> bool:
     return wait_until(lambda: ctx.statistics().lbtrm_rcv_sessions >= 1, WAIT)
 
 
-@pytest.mark.parametrize("transport", ["lbtrm", "lbtru"])
+@pytest.mark.parametrize(("transport", "wildcard"), [("lbtrm", False), ("lbtru", False), ("lbtrm", True)])
 def test_otr_recovers_what_the_transport_could_not_repair(
-    ports: Ports, contexts: Contexts, transport: str, monkeypatch: pytest.MonkeyPatch
+    ports: Ports, contexts: Contexts, transport: str, wildcard: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     count = 2000
     topic = f"otr/{transport}"
@@ -81,7 +81,10 @@ def test_otr_recovers_what_the_transport_could_not_repair(
     monkeypatch.setenv("OPENUM_TEST_DROP", "0.2:25")  # the receiving context's data sockets lose 20%
     rcv_ctx = contexts.new("receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, *_no_naks(transport))
     rec = Recorder()
-    rcv_ctx.create_receiver(topic, rec)
+    if wildcard:
+        rcv_ctx.create_wildcard_receiver("^otr/", rec)
+    else:
+        rcv_ctx.create_receiver(topic, rec)
     src = _source(src_ctx, topic, transport, events)
     assert _ready(rcv_ctx, transport, events)
     for i in range(count):
