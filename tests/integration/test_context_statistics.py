@@ -106,6 +106,9 @@ ELSEWHERE = {
     "mim_sessions_active": RR,
     "mim_dgrams_dropped_malformed": RR,
     **dict.fromkeys(LATE_JOIN, "integration/test_late_join.py"),
+    **dict.fromkeys(
+        ("otr_rx_requests_sent", "otr_msgs_recovered", "otr_msgs_unrecoverable"), "integration/test_otr.py"
+    ),
 }
 
 

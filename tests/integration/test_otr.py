@@ -197,3 +197,31 @@ def test_a_lost_first_message_is_recovered_or_reported(
     assert rec.wait_count(len(expected), timeout=30), (rec.snapshot(), rcv_ctx.statistics())
     assert [g.counter for g in rec.of(MsgType.DATA)] == expected
     assert rcv_ctx.statistics().dgrams_dropped_test_hook == 1
+
+
+def test_only_what_the_source_no_longer_retains_is_reported_lost(
+    ports: Ports, contexts: Contexts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = 300
+    topic = "otr/gone"
+    events = SourceEvents()
+    src_ctx = contexts.new()
+    monkeypatch.setenv("OPENUM_TEST_DROP", "0.3:27")
+    rcv_ctx = contexts.new("receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, *_no_naks("lbtrm"))
+    rec = Recorder()
+    rcv_ctx.create_receiver(topic, rec)
+    # Retention thresholds 0: the source keeps only its latest message (UM Concepts Guide 10.2.4).
+    src = src_ctx.create_source(topic, attrs={"transport": "lbtrm", "late_join": 1}, event_callback=events)
+    assert _ready(rcv_ctx, "lbtrm", events)
+    for i in range(count):
+        src.send(i.to_bytes(8, "big"), openum.SendFlags.FLUSH)
+
+    def settled() -> bool:
+        return rec.count() + rec.count(MsgType.UNRECOVERABLE_LOSS) >= count
+
+    assert wait_until(settled, 30), (rec.count(), rec.count(MsgType.UNRECOVERABLE_LOSS), rcv_ctx.statistics())
+    data = [g.counter for g in rec.of(MsgType.DATA)]
+    lost = [g.sqn for g in rec.of(MsgType.UNRECOVERABLE_LOSS)]
+    assert lost and sorted(data + lost) == list(range(count)) and data == sorted(data)
+    stats = rcv_ctx.statistics()
+    assert stats.otr_msgs_unrecoverable == len(lost) and stats.otr_rx_requests_sent >= len(lost)
