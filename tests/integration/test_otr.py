@@ -224,4 +224,5 @@ def test_only_what_the_source_no_longer_retains_is_reported_lost(
     lost = [g.sqn for g in rec.of(MsgType.UNRECOVERABLE_LOSS)]
     assert lost and sorted(data + lost) == list(range(count)) and data == sorted(data)
     stats = rcv_ctx.statistics()
-    assert stats.otr_msgs_unrecoverable == len(lost) and stats.otr_rx_requests_sent >= len(lost)
+    # One "not retained" answer (the source's current range) settles every pending sqn below it.
+    assert stats.otr_msgs_unrecoverable == len(lost) and stats.otr_rx_requests_sent > 0
