@@ -62,6 +62,7 @@ from openum.runtime import (
 from openum.runtime._threads import callback_state
 from openum.transport._interfaces import resolve_interface
 from openum.transport._source_session import SourceSessionBase
+from openum.transport.ipc import IpcSessionPool, SmxSessionPool
 from openum.transport.lbtrm import RmSessionPool
 from openum.transport.lbtru import RuSessionPool
 from openum.transport.tcp import TcpSessionPool
@@ -999,6 +1000,8 @@ _POOLS: dict[str, Callable[..., Any]] = {
     "tcp": TcpSessionPool,
     "lbtrm": RmSessionPool,
     "lbtru": RuSessionPool,
+    "lbtipc": IpcSessionPool,
+    "lbtsmx": SmxSessionPool,
 }
 
 

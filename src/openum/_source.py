@@ -12,6 +12,7 @@ non-blocking send raised :class:`~openum.WouldBlock`.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
 from collections.abc import Callable, Mapping
@@ -26,6 +27,7 @@ from openum.protocol.resolution import SourceSpec
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
 from openum.transport._reliable import ReliableSourceStatistics
 from openum.transport._source_session import SourceSessionBase, TopicSender
+from openum.transport.ipc import ShmSourceStatistics
 from openum.transport.tcp import TcpSourceStatistics
 from openum.wire import WireError
 from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
@@ -40,10 +42,10 @@ __all__ = ["SendFlags", "Source", "SourceEventCallback"]
 _ids = itertools.count(1)
 
 #: Transports whose sources this version of openum can create (the ``transport`` source option).
-AVAILABLE_TRANSPORTS = ("tcp", "lbtru", "lbtrm")
+AVAILABLE_TRANSPORTS = ("tcp", "lbtru", "lbtrm", "lbtipc", "lbtsmx")
 
 #: What :meth:`Source.statistics` returns: the counters of the source's transport session.
-SourceStatistics = TcpSourceStatistics | ReliableSourceStatistics
+SourceStatistics = TcpSourceStatistics | ReliableSourceStatistics | ShmSourceStatistics
 
 #: ``event_callback(event, info, clientd)``.
 SourceEventCallback = Callable[[SourceEvent, Any, Any], Any]
@@ -114,6 +116,10 @@ class Source(TopicSender):
         self.info = TopicInfo(topic, self.topic_index, transport)
         self.source_string: str = ctx._resolver_source_string(self.info)
         retention = retention_params(attrs)
+        if retention.late_join and self.transport == "lbtsmx":
+            # UM Concepts Guide 6.5.6: LBT-SMX has no Late Join; the source is created without it.
+            ctx.log.warning("source %r: LBT-SMX does not support Late Join; late_join is not enabled", topic)
+            retention = dataclasses.replace(retention, late_join=False)
         options: tuple[TopicOption, ...] = ()
         if retention.late_join:  # UM Concepts Guide 10.2: retention, and the TIR offers Late Join
             options = ctx._immediate.late_join.add_source(self, retention)
@@ -239,6 +245,43 @@ class Source(TopicSender):
         if self.closed:
             raise ClosedError(f"source {self.topic!r} is closed")
         self.session.flush()
+
+    # -- LBT-SMX's zero-copy API (UM Concepts Guide 6.5.2) ----------------------------------------------
+    def buff_acquire(self, length: int, flags: int = SendFlags.NONE) -> memoryview:
+        """A writable view of ``length`` bytes in the LBT-SMX ring for this source's next message
+        (``lbm_src_buff_acquire``): write the message into it, then :meth:`buffs_complete` publishes
+        every acquired one.  Waits (spinning) while receivers have not read enough; with
+        ``SendFlags.NONBLOCK`` raises :class:`~openum.WouldBlock` instead.  Not thread-safe: the caller
+        serialises the sources of one session.  Only on an ``lbtsmx`` source."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        if not isinstance(flags, int) or flags & ~_NONBLOCK:
+            raise ValueError(f"buff_acquire() flags {flags!r}: allowed SendFlags.NONE or NONBLOCK")
+        view: memoryview = self.session.acquire(self, length, bool(flags & _NONBLOCK))  # type: ignore[attr-defined]
+        return view
+
+    def buffs_complete(self) -> int:
+        """Publish every acquired buffer to the receivers (``lbm_src_buffs_complete``); returns how many."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        if not hasattr(self.session, "acquire"):
+            raise NotSupportedError("buffs_complete is LBT-SMX's zero-copy API; this source is not LBT-SMX")
+        done: int = self.session.complete()  # type: ignore[attr-defined]
+        return done
+
+    def buffs_complete_and_acquire(self, length: int, flags: int = SendFlags.NONE) -> memoryview:
+        """:meth:`buffs_complete`, then :meth:`buff_acquire` (``lbm_src_buffs_complete_and_acquire``)."""
+        self.buffs_complete()
+        return self.buff_acquire(length, flags)
+
+    def buffs_cancel(self) -> int:
+        """Drop the acquired, not yet completed buffers (``lbm_src_buffs_cancel``); returns how many."""
+        if self.closed:
+            raise ClosedError(f"source {self.topic!r} is closed")
+        if not hasattr(self.session, "acquire"):
+            raise NotSupportedError("buffs_cancel is LBT-SMX's zero-copy API; this source is not LBT-SMX")
+        dropped: int = self.session.cancel(self)  # type: ignore[attr-defined]
+        return dropped
 
     @property
     def sequence_number(self) -> int:

@@ -34,11 +34,21 @@ from openum.runtime import NS_PER_MS, EventKind
 from openum.transport._demux import RequestMark, TopicHandler
 from openum.transport._interfaces import resolve_interface
 from openum.transport._pool import warn_first_wins
+from openum.transport.ipc import ShmReceiverSession, host_id, receiver_mode
 from openum.transport.lbtrm import RmReceiving
 from openum.transport.lbtru import RuReceiving
+from openum.transport.shm import SegmentError
 from openum.transport.tcp_receiver import TcpReceiverSession, split_properties
 from openum.wire.lbmc import LateJoinInfoHeader
-from openum.wire.lbmr import ContextInstanceOption, LbtrmTransport, LbtruTransport, TcpTransport, TopicInfo
+from openum.wire.lbmr import (
+    ContextInstanceOption,
+    LbtipcTransport,
+    LbtrmTransport,
+    LbtruTransport,
+    LbtsmxTransport,
+    TcpTransport,
+    TopicInfo,
+)
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -374,7 +384,11 @@ class Subscriptions:
     def join(self, subscriber: _Subscriber, info: TopicInfo, source: str) -> None:
         """``subscriber`` found the source ``info``: join its session and topic (once)."""
         transport = info.transport
-        if not isinstance(transport, TcpTransport | LbtrmTransport | LbtruTransport):
+        if isinstance(transport, LbtipcTransport | LbtsmxTransport) and transport.host_id != host_id():
+            return  # another host's shared memory: not joinable, silently ignored (6.4.4)
+        if not isinstance(
+            transport, TcpTransport | LbtrmTransport | LbtruTransport | LbtipcTransport | LbtsmxTransport
+        ):
             kind = type(transport).__name__
             if kind not in self._unsupported_logged:
                 self._unsupported_logged.add(kind)
@@ -403,7 +417,7 @@ class Subscriptions:
             self._session_attrs[key] = attrs
         else:
             self._first_receiver_wins(
-                _SESSION_OPTIONS[key[0]], key, attrs, f"joined {_describe(key)} session"
+                _SESSION_OPTIONS.get(key[0], ()), key, attrs, f"joined {_describe(key)} session"
             )
         topic_key = (key, info.index)
         sub = self.topics.get(topic_key)
@@ -467,6 +481,14 @@ class Subscriptions:
                 self._session_attrs[_RU_SOCKET] = attrs
             ru_params = RuReceiverParams.from_options(attrs.get, ctx_attrs.get)
             return self._ru.join(transport, ru_params, attrs, on_active, on_end)
+        if isinstance(transport, LbtipcTransport | LbtsmxTransport):
+            mode, linger = receiver_mode(ctx_attrs)
+            try:
+                return ShmReceiverSession(
+                    ctx._loop, transport, ctx.log, on_active, on_end, mode=mode, linger=linger
+                )
+            except SegmentError as exc:
+                raise OSError(str(exc)) from exc
         return TcpReceiverSession(
             ctx._loop,
             transport.ip,
@@ -581,6 +603,8 @@ _RESUME_MAXIMUM = 4096
 
 def _session_key(transport: Any) -> SessionKey:
     """Sessions are told apart by everything their advertisement says (a new session id is a new one)."""
+    if isinstance(transport, LbtipcTransport | LbtsmxTransport):
+        return (type(transport).__name__, transport.host_id, transport.session_id, transport.transport_id)
     if isinstance(transport, LbtrmTransport):
         return (
             "lbtrm",
@@ -626,7 +650,13 @@ _SESSION_OPTIONS: dict[str, tuple[str, ...]] = {
 
 
 def _describe(key: SessionKey) -> str:
-    kind = {"lbtrm": "LBT-RM", "LbtruTransport": "LBT-RU", "TcpTransport": "TCP"}.get(key[0], key[0])
+    kind = {
+        "lbtrm": "LBT-RM",
+        "LbtruTransport": "LBT-RU",
+        "TcpTransport": "TCP",
+        "LbtipcTransport": "LBT-IPC",
+        "LbtsmxTransport": "LBT-SMX",
+    }.get(key[0], key[0])
     return f"{kind} {key[1]}:{key[2]}"
 
 

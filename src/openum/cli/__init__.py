@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         _bench,
         _config_cmd,
         _demo_cmd,
+        _ipc_resources,
         _latency,
         _lbmrd_cmd,
         _pubsub,
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     _demo_cmd.register(sub, common)
     _latency.register(sub, common)
     _bench.register(sub, common)
+    _ipc_resources.register(sub, common)
     return parser
 
 

@@ -94,12 +94,16 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "transport_lbtru_source_socket_buffer",
         "transport_lbtru_data_rate_limit", "transport_lbtru_retransmit_rate_limit",
         "transport_lbtru_rate_interval",
+        # LBT-IPC and LBT-SMX (6.4, 6.5)
+        "transport_lbtipc_id_low", "transport_lbtipc_id_high", "transport_lbtipc_datagram_max_size",
+        "transport_lbtipc_receiver_thread_behavior", "transport_lbtipc_pend_behavior_linger_loop_count",
+        "transport_lbtsmx_id_low", "transport_lbtsmx_id_high",
         # TCP (6.1)
         "transport_tcp_datagram_max_size", "transport_tcp_maximum_ports", "transport_tcp_port_high",
         "transport_tcp_port_low", "transport_tcp_receiver_socket_buffer",
     ),
     "source": (
-        ("transport", ("tcp", "lbtrm", "lbtru")),
+        ("transport", ("tcp", "lbtrm", "lbtru", "lbtipc", "lbtsmx")),
         # late join (10.2): the retention buffer and the TIR's late-join options
         "late_join", "retransmit_retention_size_threshold", "retransmit_retention_size_limit",
         "retransmit_retention_age_threshold",
@@ -123,6 +127,12 @@ IMPLEMENTED: Final[Mapping[str, tuple[Entry, ...]]] = {
         "transport_lbtrm_multicast_address", "transport_lbtrm_sm_maximum_interval",
         "transport_lbtrm_sm_minimum_interval", "transport_lbtrm_transmission_window_limit",
         "transport_lbtrm_transmission_window_size",
+        # LBT-IPC and LBT-SMX
+        "transport_lbtipc_id", "transport_lbtipc_behavior", "transport_lbtipc_transmission_window_size",
+        "transport_lbtipc_maximum_receivers_per_transport", "transport_lbtipc_sm_interval",
+        "transport_lbtsmx_id", "transport_lbtsmx_datagram_max_size",
+        "transport_lbtsmx_transmission_window_size", "transport_lbtsmx_maximum_receivers_per_transport",
+        "transport_lbtsmx_sm_interval",
         # LBT-RU
         "transport_lbtru_client_activity_timeout", "transport_lbtru_ignore_interval",
         "transport_lbtru_interface", "transport_lbtru_port", "transport_lbtru_sm_maximum_interval",

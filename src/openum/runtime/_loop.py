@@ -18,7 +18,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from openum._errors import InvalidStateError
 from openum.runtime._clock import NS_PER_MS, Clock, ManualClock, MonotonicClock
@@ -48,6 +48,10 @@ class _FdRegistration:
     paused: bool = False
 
 
+#: Busy-wait polls between two looks at descriptors and timers while the pollers find nothing.
+SPIN_ROUNDS: Final = 200
+
+
 class EventLoop:
     """Timers, descriptors and cross-thread calls for one context."""
 
@@ -71,6 +75,9 @@ class EventLoop:
         self._wait = self._poller.wait
         self._fds: dict[int, _FdRegistration] = {}
         self._calls: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        # Busy-wait pollers (LBT-IPC busy_wait, LBT-SMX receivers): called on every iteration, which then
+        # never sleeps; each returns how much work it did.
+        self._spinners: list[Callable[[], int]] = []
         self._stop = False
         self._unblock = False
         self._running_thread: threading.Thread | None = None
@@ -204,6 +211,38 @@ class EventLoop:
         self.wake()
         return True
 
+    # -- busy-wait pollers ---------------------------------------------------------------------------
+    def add_spinner(self, poll: Callable[[], int]) -> None:
+        """Call ``poll()`` on every iteration of the loop, which then never sleeps (busy-wait receivers,
+        UM Concepts Guide 6.4.2 and 6.5: the thread runs at 100% of a CPU).  ``poll`` returns how much
+        work it did (0: none); between descriptor and timer checks the loop polls up to
+        :data:`SPIN_ROUNDS` times while there is none."""
+        with self._lock:
+            self._check_open()
+            self._spinners = [*self._spinners, poll]
+        self.wake()
+
+    def remove_spinner(self, poll: Callable[[], int]) -> bool:
+        with self._lock:
+            if poll not in self._spinners:
+                return False
+            self._spinners = [p for p in self._spinners if p is not poll]
+        return True
+
+    def _spin(self, rounds: int) -> int:
+        """Run the busy-wait pollers until one did work, at most ``rounds`` times."""
+        spinners = self._spinners
+        for _ in range(rounds):
+            work = 0
+            for poll in spinners:
+                try:
+                    work += poll()
+                except Exception:
+                    self.log.exception("context %s: busy-wait poller %r raised", self.name, poll)
+            if work:
+                return work
+        return 0
+
     # -- cross-thread calls --------------------------------------------------------------------------
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run ``callback(*args)`` on the loop's thread at its next iteration (from any thread)."""
@@ -231,6 +270,19 @@ class EventLoop:
         """
         self.iterations += 1
         wait_ns = timeout_ns
+        spun = 0
+        if self._spinners:  # busy-wait pollers: poll them, and never sleep
+            if not self.in_callback:
+                _state.depth += 1
+                self.in_callback += 1
+                try:
+                    spun = self._spin(1)
+                finally:
+                    self.in_callback -= 1
+                    _state.depth -= 1
+            else:
+                spun = self._spin(1)
+            wait_ns = 0
         if self._calls:  # no lock needed to peek: call_soon appends first, then wakes the poller
             wait_ns = 0
         elif wait_ns != 0:
@@ -258,15 +310,15 @@ class EventLoop:
                         wait_ns = until_timer
         events = self._wait(None if wait_ns is None else wait_ns / 1e9)  # wait_ns is None or >= 0
         if self.in_callback:  # the thread is in the callback scope for its whole run (_enter)
-            return self._run_ready(events)
+            return spun + self._run_ready(events)
         # A single iteration (process_events(0), a busy poll, or process_at): the scope is entered only
         # when something is ready, so that an empty poll stays cheap.
         if not events and not self._calls and not self._timer_due(self.clock.now_ns()):
-            return 0
+            return spun
         _state.depth += 1
         self.in_callback += 1
         try:
-            return self._run_ready(events)
+            return spun + self._run_ready(events)
         finally:
             self.in_callback -= 1
             _state.depth -= 1
@@ -392,6 +444,8 @@ class EventLoop:
         self._enter()
         try:
             while not self._stop:
+                if self._spinners:
+                    self._spin(SPIN_ROUNDS)
                 self.run_once(None)
             # stop() may land while a callback runs: calls queued before it (the context's cleanup when it
             # closes) must still run, so drain them, including calls they queue themselves.
