@@ -104,11 +104,11 @@ def test_a_command_refuses_an_unimplemented_option_before_it_starts() -> None:
     proc = run("send", "t", "--count", "1", "--linger", "0", "--option", "context use_tls 1")
     assert proc.returncode == 2
     assert "--option: context option use_tls is not implemented" in proc.stderr
-    proc = run("send", "t", "--count", "1", "--linger", "0", "--option", "source transport lbtipc")
+    proc = run("send", "t", "--count", "1", "--linger", "0", "--option", "source transport broker")
     assert proc.returncode == 2
     assert (
-        "transport lbtipc is not implemented in this version of openum (implemented: tcp, lbtrm, lbtru)"
-        in (proc.stderr)
+        "transport broker is not implemented in this version of openum "
+        "(implemented: tcp, lbtrm, lbtru, lbtipc, lbtsmx)" in proc.stderr
     )
 
 

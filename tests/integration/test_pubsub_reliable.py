@@ -730,13 +730,17 @@ def test_the_test_loss_hook_refuses_bad_values() -> None:
 
 def test_an_unavailable_transport_is_refused_with_the_choices(contexts: Contexts) -> None:
     ctx = contexts.new()
-    with pytest.raises(openum.ConfigError, match=r"transport lbtipc is not implemented.*tcp, lbtrm, lbtru"):
-        ctx.create_source("reliable/nope", {"transport": "lbtipc"})
+    with pytest.raises(
+        openum.ConfigError, match=r"transport broker is not implemented.*tcp, lbtrm, lbtru, lbtipc, lbtsmx"
+    ):
+        ctx.create_source("reliable/nope", {"transport": "broker"})
     # Let through for a migrated configuration, it still cannot make a source: refused when created.
     set_unimplemented_policy("warn")
     try:
-        with pytest.raises(openum.NotSupportedError, match=r"lbtipc.*available: tcp, lbtru, lbtrm"):
-            ctx.create_source("reliable/nope", {"transport": "lbtipc"})
+        with pytest.raises(
+            openum.NotSupportedError, match=r"broker.*available: tcp, lbtru, lbtrm, lbtipc, lbtsmx"
+        ):
+            ctx.create_source("reliable/nope", {"transport": "broker"})
     finally:
         set_unimplemented_policy(None)
 

@@ -393,6 +393,8 @@ class _ShmPool(PortSessionPool[ShmSourceSession]):
     """A context's LBT-IPC or LBT-SMX sessions: transport ids of a range, assigned round-robin (6.4.7)."""
 
     TRANSPORT_KIND: str
+    #: The context options of the pool's transport id range.
+    RANGE_OPTIONS: tuple[str, str]
 
     def __init__(
         self,
@@ -403,7 +405,7 @@ class _ShmPool(PortSessionPool[ShmSourceSession]):
         rng: random.Random | None = None,
     ) -> None:
         prefix = f"transport_{'lbtsmx' if self.TRANSPORT_KIND == KIND_SMX else 'lbtipc'}_"
-        low, high = context_attrs.get(prefix + "id_low"), context_attrs.get(prefix + "id_high")
+        low, high = (context_attrs.get(name) for name in self.RANGE_OPTIONS)
         super().__init__(
             loop,
             context_attrs,
@@ -436,12 +438,14 @@ class IpcSessionPool(_ShmPool):
     PORT_OPTION = "transport_lbtipc_id"
     KIND = "LBT-IPC session"
     TRANSPORT_KIND = KIND_IPC
+    RANGE_OPTIONS = ("transport_lbtipc_id_low", "transport_lbtipc_id_high")
 
 
 class SmxSessionPool(_ShmPool):
     PORT_OPTION = "transport_lbtsmx_id"
     KIND = "LBT-SMX session"
     TRANSPORT_KIND = KIND_SMX
+    RANGE_OPTIONS = ("transport_lbtsmx_id_low", "transport_lbtsmx_id_high")
 
 
 # -- receiving ---------------------------------------------------------------------------------------
@@ -516,6 +520,9 @@ class ShmReceiverSession:
         return self.reader.name
 
     def _record(self, view: memoryview, _kind: int) -> None:
+        if not self.active:  # the first record: the session is active (BOS before its messages)
+            self.active = True
+            self.on_active()
         if not self._dispatch(view, self._now()):
             self.log.debug("%s: a malformed record", self.reader.name)
 
@@ -536,9 +543,6 @@ class ShmReceiverSession:
             n = poll(record)
             if not n:
                 break
-            if not self.active:
-                self.active = True
-                self.on_active()
             got += n
         if self.reader.end_of_session is not None and not self.closed:
             self.close(f"the source session ended ({self.reader.end_of_session})")

@@ -157,13 +157,13 @@ def test_every_option_implemented_is_accepted_with_another_value(pair: tuple[str
 
 def test_partly_implemented_options_refuse_the_other_values() -> None:
     support = REGISTRY.support("source", "transport")
-    assert support.text == "partial: tcp, lbtrm, lbtru"
-    for name in ("tcp", "lbtrm", "lbt-ru"):
+    assert support.text == "partial: tcp, lbtrm, lbtru, lbtipc, lbtsmx"
+    for name in ("tcp", "lbtrm", "lbt-ru", "lbtipc", "lbt-smx"):
         Config().set_option(f"source transport {name}")
-    for name in ("lbtipc", "lbtsmx", "broker"):
+    for name in ("broker",):
         with pytest.raises(openum.ConfigError, match=f"transport {name} is not implemented") as err:
             Config().set_option(f"source transport {name}")
-        assert err.value.allowed == "tcp, lbtrm, lbtru"
+        assert err.value.allowed == "tcp, lbtrm, lbtru, lbtipc, lbtsmx"
     assert REGISTRY.support("wildcard_receiver", "pattern_type").text == "partial: pcre"
     with pytest.raises(openum.ConfigError, match="pattern_type regex is not implemented"):
         Config().set_option("wildcard_receiver pattern_type regex")
@@ -172,7 +172,7 @@ def test_partly_implemented_options_refuse_the_other_values() -> None:
 def test_status_texts() -> None:
     assert REGISTRY.support("context", "resolver_multicast_port").text == "implemented"
     assert REGISTRY.support("context", "use_tls").text == "not implemented"
-    assert REGISTRY.support("source", "transport").values == ("tcp", "lbtrm", "lbtru")
+    assert REGISTRY.support("source", "transport").values == ("tcp", "lbtrm", "lbtru", "lbtipc", "lbtsmx")
     # An alias answers for its real option; a scope where an option is not implemented says so.
     assert REGISTRY.support("context", "request_port") == REGISTRY.support(
         "context", "request_tcp_bind_request_port"
@@ -318,15 +318,15 @@ def test_refusing_again_after_the_opt_out_refuses(monkeypatch: pytest.MonkeyPatc
 def test_config_lists_what_it_let_through(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENV_POLICY, "warn")
     config = Config().set_options(["context use_tls 1", "context resolver_multicast_port 12965"])
-    config.set_option("source transport lbtipc", source="app.cfg:7")
+    config.set_option("source transport broker", source="app.cfg:7")
     assert [(s.scope, s.option.name, s.origin) for s in config.unimplemented()] == [
         ("context", "use_tls", "--option"),
         ("source", "transport", "app.cfg:7"),
     ]
-    text = REGISTRY.unimplemented_text("source", REGISTRY.lookup("source", "transport"), "lbtipc")
+    text = REGISTRY.unimplemented_text("source", REGISTRY.lookup("source", "transport"), "broker")
     assert text == (
-        "source option transport lbtipc is not implemented in this version of openum "
-        "(implemented: tcp, lbtrm, lbtru)"
+        "source option transport broker is not implemented in this version of openum "
+        "(implemented: tcp, lbtrm, lbtru, lbtipc, lbtsmx)"
     )
 
 
