@@ -508,6 +508,7 @@ class ShmReceiverSession:
         self._poll = self.reader.poll
         self._dispatch = self.demux.dispatch
         self._now = loop.clock.now_ns
+        self._recheck: int | None = None
         self._timer: int | None = loop.schedule_timer(_LIVENESS_MS, self._liveness)
         if mode == BUSY_WAIT:
             loop.add_spinner(self._spin)
@@ -560,8 +561,20 @@ class ShmReceiverSession:
         while not self.closed:
             reader.disarm()
             self._drain()
-            if self.closed or reader.arm() > 0.0:
+            if self.closed:
                 return
+            most = reader.arm()
+            if most > 0.0:
+                # Asleep until the writer signals; until it has taken this reader's join into account it
+                # may not, so look again after what arm() allows (the liveness timer covers the rest).
+                if most * 1000 < _LIVENESS_MS and self._recheck is None:
+                    self._recheck = self.loop.schedule_timer(most * 1000, self._recheck_due)
+                return
+
+    def _recheck_due(self, _clientd: Any) -> None:
+        self._recheck = None
+        if not self.closed:
+            self._readable()
 
     def _liveness(self, _clientd: Any) -> None:
         self._timer = None
@@ -596,9 +609,10 @@ class ShmReceiverSession:
         if self.closed:
             return
         self.closed = True
-        if self._timer is not None:
-            self.loop.cancel_timer(self._timer)
-            self._timer = None
+        for timer in (self._timer, self._recheck):
+            if timer is not None:
+                self.loop.cancel_timer(timer)
+        self._timer = self._recheck = None
         try:
             if self.mode == BUSY_WAIT:
                 self.loop.remove_spinner(self._spin)

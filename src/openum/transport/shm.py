@@ -6,7 +6,7 @@ One transport session is one file in ``/dev/shm`` (``openum-ipc-<transport id>-<
 and a ring of variable-length records; ``docs/shared-memory-layout.md`` documents every byte.
 
 **The ring.**  One writer, many readers, each reader with its own read position.  A record is an 8-byte
-header word (payload length, kind, a position tag) and its payload, padded to 8 bytes; a record never
+header word (payload length and kind) and its payload, padded to 8 bytes; a record never
 wraps: a padding record fills the end of the ring.  The writer publishes by storing the write position
 after the records (``send``, ``send_many``, or ``acquire`` ... ``complete``, the Pythonic
 ``lbm_src_buff_acquire`` / ``lbm_src_buffs_complete``), so many records can be published at once; a
@@ -1101,11 +1101,16 @@ class Writer:
         self._fence_lock.release()
 
     def _control(self, prev: int) -> None:
-        """The slot table changed: activate joining readers (at ``prev``), list the active and pending."""
+        """The slot table changed: activate joining readers (at ``prev``), list the active and pending.
+
+        The writer never waits for the table lock (a stopped reader could hold it): when it is taken, the
+        change is taken into account at the next publish."""
         q = self._q
         rpos_words: list[int] = []
         pend: list[tuple[int, int]] = []
-        _setlk(self._fd, _LOCK_TABLE, True)
+        if not _setlk(self._fd, _LOCK_TABLE, False):
+            self._update_limit()
+            return
         try:
             ctl = q[_W_CTL]
             for slot in range(self._max_receivers):
@@ -1223,10 +1228,12 @@ class Writer:
             self._blocked_ns += time.monotonic_ns() - start
 
     def evict_dead(self) -> list[int]:
-        """Free the slots of readers whose process died (or whose pid now names another process)."""
+        """Free the slots of readers whose process died (or whose pid now names another process); returns
+        them (none when a reader holds the slot table at that moment: the next call does it)."""
         q = self._q
         evicted: list[int] = []
-        _setlk(self._fd, _LOCK_TABLE, True)
+        if not _setlk(self._fd, _LOCK_TABLE, False):
+            return evicted  # a reader is joining or leaving: next time
         try:
             for slot in range(self._max_receivers):
                 b = (_HEADER_BYTES + slot * _SLOT_BYTES) >> 3
@@ -1814,11 +1821,14 @@ class Reader:
         if limit <= 0:
             return off, 0, _STOP
         if handler is not None:
+            # Records take 8 bytes at least: when limit cannot be reached, do not count towards it.
+            check = limit < (oend - off) >> 3
             while off < oend:
                 h = words[off >> 3]
+                a = off + 8
                 n = h & 0xFFFFFFFF
-                nxt = off + ((n + 15) & -8)
-                if nxt > oend or h >> 32 != DATA:
+                nxt = a + ((n + 7) & -8)
+                if nxt > oend or h >> 32 != 1:  # 1: DATA
                     kind = self._special(h, off, nxt, oend, hard_end, base_pos, ring_base)
                     if kind == PAD:
                         off = nxt
@@ -1827,22 +1837,23 @@ class Reader:
                         return off, count, _STOP
                     if kind == _END:
                         return nxt, count, _STOP_EOS
-                    handler(buf[off + 8 : off + 8 + n], kind)
+                    handler(buf[a : a + n], kind)
                 else:
-                    handler(buf[off + 8 : off + 8 + n], DATA)
+                    handler(buf[a : a + n], 1)
                 off = nxt
                 count += 1
-                if count >= limit:
+                if check and count >= limit:
                     return off, count, _STOP
             return off, count, 0
         assert out is not None
         append = out.append
         while off < oend:
             h = words[off >> 3]
+            a = off + 8
             n = h & 0xFFFFFFFF
-            nxt = off + ((n + 15) & -8)
+            nxt = a + ((n + 7) & -8)
             kind = h >> 32
-            if nxt > oend or kind != DATA:
+            if nxt > oend or kind != 1:  # 1: DATA
                 kind = self._special(h, off, nxt, oend, hard_end, base_pos, ring_base)
                 if kind == PAD:
                     off = nxt
@@ -1851,7 +1862,7 @@ class Reader:
                     return off, count, _STOP
                 if kind == _END:
                     return nxt, count, _STOP_EOS
-            append(buf[off + 8 : off + 8 + n])
+            append(buf[a : a + n])
             if kinds is not None:
                 kinds.append(kind)
             off = nxt
