@@ -168,7 +168,13 @@ def markdown(doc: dict[str, Any]) -> str:
         shown = (
             ""
             if value is None
-            else (f": {value * 100:.1f}%" if t["target"].startswith("memory") else f": {value:.2f} x")
+            else (
+                f": {value * 100:.1f}%"
+                if t["target"].startswith("memory")
+                else f": {value:.1f} us"
+                if t["target"].endswith(" us")
+                else f": {value:.2f} x"
+            )
         )
         add(f"{t['status']:<4}  {t['target']}{shown}" + (f"  ({t['why']})" if t["why"] else ""))
     add("```")
