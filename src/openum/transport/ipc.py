@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import random
 import socket
-import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from openum.config import SourceAttributes
 from openum.runtime import EventLoop, FdEvent
 from openum.transport._demux import LbmcDemux
 from openum.transport._pool import PortSessionPool, session_options
-from openum.transport._source_session import DATA_HEADER, SourceSessionBase, TopicSender
+from openum.transport._source_session import SourceSessionBase, TopicSender
 from openum.transport.shm import (
     BUSY_WAIT,
     KIND_IPC,
@@ -69,7 +68,6 @@ __all__ = [
 
 #: LBT-SMX's per-message header allowance (UM Concepts Guide 6.5.3: datagram_max_size - 16).
 SMX_HEADER: Final = 16
-_DATA_HDR: Final = struct.Struct(">2xHII")  # a plain LBMC data message's header (version 0, DATA)
 _MAX_TRANSPORT_ID: Final = 0xFFFF  # the TIR's transport id is 16 bits (wire lbmr-topic-resolution)
 #: How often a pending receiver checks that the writer lives, and a source services its segment at least.
 _LIVENESS_MS: Final = 200
@@ -185,6 +183,8 @@ class ShmSourceSession(SourceSessionBase):
         self._service_timer: int | None = None
         self._room_timer: int | None = None
         self._acquired = 0  # SMX zero-copy: messages acquired and not yet completed
+        self._acquirer: TopicSender | None = None  # the source that acquired last
+        self._acquire_message = self.writer.acquire_message
         self.transport: LbtipcTransport | LbtsmxTransport = (LbtsmxTransport if smx else LbtipcTransport)(
             host_id(), session_id, transport_id
         )
@@ -303,22 +303,18 @@ class ShmSourceSession(SourceSessionBase):
                 f"buff_acquire({n}): at most transport_lbtsmx_datagram_max_size - 16 = "
                 f"{self.datagram_max - SMX_HEADER} bytes"
             )
-        size = DATA_HEADER + n
-        if nonblock:
-            view = self.writer.try_acquire(size)
-            if view is None:
-                self._stats["blocked"] += 1
-                raise WouldBlock(self._blocked_reason())
-        else:
-            view = self.writer.acquire(size)
         sqn = source._next_sqn
-        _DATA_HDR.pack_into(view, 0, size, source.topic_index, sqn)
+        view = self._acquire_message(n, source.topic_index, sqn, not nonblock)
+        if view is None:
+            self._stats["blocked"] += 1
+            raise WouldBlock(self._blocked_reason())
         source._next_sqn = (sqn + 1) & 0xFFFFFFFF
-        source._last_send_ns = self._now()
         self._acquired += 1
         self._msgs_sent += 1
         self._bytes_sent += n
-        return view[DATA_HEADER:]
+        if self._acquirer is not source:
+            self._acquirer = source
+        return view
 
     def flush(self) -> None:
         """Publish what is batched, and on LBT-SMX the acquired buffers too (``lbm_src_flush``: a
@@ -333,6 +329,8 @@ class ShmSourceSession(SourceSessionBase):
         done = self.writer.complete()
         if done:
             self._stats["records_sent"] += done
+            if self._acquirer is not None:
+                self._acquirer._last_send_ns = self._now()  # for its TSNIs (8.9)
         self._acquired = 0
         return done
 

@@ -197,6 +197,10 @@ _LATER: Final = -1
 _END: Final = -2
 
 _FLOCK: Final = struct.Struct("hhqqi4x")
+#: A plain LBMC data message's header (version 0, type DATA, no extension header; msglen, topic index,
+#: sqn), written in place by Writer.acquire_message.
+_LBMC_DATA_HEADER: Final = 12
+_pack_lbmc: Final = struct.Struct(">2xHII").pack_into
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MAX_NAME: Final = 80
 _WAKE: Final = b"\x01"
@@ -910,6 +914,30 @@ class Writer:
         self._toff = 0 if off == self.capacity else off
         self._pending += 1
         return self._ring[off - size + 8 : off - size + 8 + n]
+
+    def acquire_message(self, n: int, topic_index: int, sqn: int, block: bool) -> memoryview | None:
+        """:meth:`acquire` of a record that is one plain LBMC data message (LBT-SMX's zero-copy send):
+        its 12-byte header (``topic_index``, ``sqn``) is written here and the view returned is its
+        ``n``-byte payload.  ``block`` False: None when a receiver-paced ring has no room now."""
+        m = n + _LBMC_DATA_HEADER
+        size = (m + 15) & -8
+        off = self._toff
+        end = self._tail + size
+        if end > self._fast_end or not 0 <= m <= self.max_record or self._source_paced:
+            view = self._acquire(m, DATA, None if block else 0.0, block)
+            if view is None:
+                return None
+            _pack_lbmc(view, 0, m, topic_index, sqn)
+            return view[_LBMC_DATA_HEADER:]
+        ring = self._ring
+        self._rq[off >> 3] = m | _DATA_BITS
+        _pack_lbmc(ring, off + 8, m, topic_index, sqn)
+        self._tail = end
+        nxt = off + size
+        self._toff = 0 if nxt == self.capacity else nxt
+        self._pending += 1
+        start = off + 8 + _LBMC_DATA_HEADER
+        return ring[start : start + n]
 
     def try_acquire(self, n: int, kind: int = DATA) -> memoryview | None:
         """:meth:`acquire` without waiting (and of any ``kind``): None when a receiver-paced ring has no
