@@ -66,3 +66,10 @@ def test_the_otr_example_prints_what_the_docs_show(tmp_path: Path) -> None:
     example = _blocks(doc, "python")[1]
     shown = _blocks(doc, "")[2].splitlines()
     assert _run(example, tmp_path).splitlines() == shown
+
+
+def test_the_shared_memory_examples_run_and_print_what_the_docs_show(tmp_path: Path) -> None:
+    doc = DOCS / "shared-memory.md"
+    ipc, smx = _blocks(doc, "python")
+    assert _run(ipc, tmp_path).splitlines() == _blocks(doc, "")[0].splitlines()
+    assert _run(smx, tmp_path).splitlines() == ["64"]
