@@ -144,3 +144,35 @@ def test_captured_topic_resolution_decodes_cleanly_and_follows_the_schedule(
     for expected in SCHEDULE_MS:
         near = [t for t in times if expected - EARLY_TOLERANCE_MS <= t <= expected + LATE_TOLERANCE_MS]
         assert near, f"no TIR near {expected} ms; TIR times: {[round(t, 1) for t in times]}"
+
+
+def test_captured_lbtipc_and_lbtsmx_advertisements_decode_cleanly(
+    capture_lo: type[Capture], tmp_path: Path
+) -> None:
+    """The TIRs of LBT-IPC and LBT-SMX sources (issue 26): host id, session id and transport id as tshark
+    decodes them, equal to what the source strings and this host's id say."""
+    from openum.transport.ipc import host_id
+
+    port = free_udp_port()
+    cap = capture_lo(tmp_path / "shm-tr.pcap", f"udp port {port}")
+    try:
+        assert cap.ready.wait(20), cap.stderr
+        with openum.Context(options=[f"context resolver_multicast_port {port}"]) as pub:
+            sources = {t: pub.create_source(f"capture/{t}", {"transport": t}) for t in ("lbtipc", "lbtsmx")}
+            assert wait_until(lambda: pub.statistics().tirs_sent >= 4, 20)
+            strings = {t: s.source_string for t, s in sources.items()}
+            assert cap.wait_packets(pub.statistics().tr_dgrams_sent), (cap.packets, cap.stderr)
+    finally:
+        cap.stop()
+    fields = ["lbmr.tir.name"] + [
+        f"lbmr.tir.{t}.{f}" for t in ("lbtipc", "lbtsmx") for f in ("host_id", "session_id", "xport_id")
+    ]
+    rows = Tshark(decode_as=(f"udp.port=={port},lbmr",)).assert_clean(cap.pcap, fields=fields)
+    for transport, source_string in strings.items():
+        parsed = SourceString.parse(source_string)
+        tirs = [r for r in rows if f"capture/{transport}" in r.get("lbmr.tir.name", [])]
+        assert tirs, rows
+        for row in tirs:  # one source per transport: every value of its fields in the datagram is its
+            assert {int(v, 0) for v in row[f"lbmr.tir.{transport}.host_id"]} == {host_id()}
+            assert {int(v, 0) for v in row[f"lbmr.tir.{transport}.session_id"]} == {parsed.session_id}
+            assert {int(v, 0) for v in row[f"lbmr.tir.{transport}.xport_id"]} == {parsed.transport_id}
