@@ -338,9 +338,10 @@ class Bench:
                 self.missing_peers[peer] = f"peer {peer} not installed: pip install {package}"
                 continue
             self.peers.extend(System(peer, k) for k in kinds)
-        if any(t in ("lbtipc", "lbtsmx") for t in settings.transports) and importlib.util.find_spec(
-            "pyaeron"
-        ) is None:
+        if (
+            any(t in ("lbtipc", "lbtsmx") for t in settings.transports)
+            and importlib.util.find_spec("pyaeron") is None
+        ):
             # Aeron IPC, the shared-memory peer PERFORMANCE.md quotes: only where pip can install it.
             self.missing_peers["aeron"] = (
                 "peer aeron (Aeron IPC) not available: the pyaeron package is not installed "
