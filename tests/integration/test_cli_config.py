@@ -61,11 +61,11 @@ def test_options_tsv_lists_every_guide_pair() -> None:
     status = {(r[0], r[1]): r[4] for r in rows}
     assert status[("context", "resolver_multicast_address")] == "implemented"
     assert status[("context", "use_tls")] == "not implemented"
-    assert status[("source", "transport")] == "partial: tcp, lbtrm, lbtru"
+    assert status[("source", "transport")] == "partial: tcp, lbtrm, lbtru, lbtipc, lbtsmx"
     assert set(status.values()) == {
         "implemented",
         "not implemented",
-        "partial: tcp, lbtrm, lbtru",
+        "partial: tcp, lbtrm, lbtru, lbtipc, lbtsmx",
         "partial: pcre",
     }
 
