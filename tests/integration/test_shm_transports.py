@@ -323,3 +323,33 @@ def test_kill_9_of_a_receiver_never_wedges_a_receiver_paced_source(ports: Ports,
     assert send.returncode == 0, err[-2000:]
     assert last_json(out)["sent"] == n
     assert not _segments_of(send.pid)
+
+
+def test_closing_a_receiver_paced_source_is_not_held_up_by_a_receiver_that_stopped_reading(
+    contexts: Contexts,
+) -> None:
+    pub, sub = contexts.new(), contexts.new()
+    gate = threading.Event()
+    rec = Recorder(gate=gate)
+    sub.create_receiver("ipc/stuck", rec)
+    src = pub.create_source(
+        "ipc/stuck",
+        {
+            "transport": "lbtipc",
+            "transport_lbtipc_behavior": "receiver_paced",
+            "transport_lbtipc_transmission_window_size": 65536,
+        },
+    )
+    assert wait_until(lambda: _joined(sub), WAIT)
+    src.send(b"first", SendFlags.FLUSH)
+    assert rec.wait_count(1)  # the receiver is stuck in its callback from now on
+    for _ in range(100_000):  # fill the ring
+        try:
+            src.send(b"m" * 64, SendFlags.NONBLOCK | SendFlags.FLUSH)
+        except WouldBlock:
+            break
+    else:
+        raise AssertionError("a 64 KB receiver-paced ring took 100,000 messages without blocking")
+    src.close()  # returns although the end of session finds no room (the receiver sees the closed header)
+    gate.set()
+    assert wait_until(lambda: rec.count(EOS) == 1, WAIT), rec.counts

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from openum._errors import ClosedError, ConfigError, NotSupportedError, WouldBlock
+from openum._errors import ClosedError, ConfigError, NotSupportedError, OpenUMError, WouldBlock
 from openum.config import SourceAttributes
 from openum.runtime import EventLoop, FdEvent
 from openum.transport._demux import LbmcDemux
@@ -71,6 +71,8 @@ SMX_HEADER: Final = 16
 _MAX_TRANSPORT_ID: Final = 0xFFFF  # the TIR's transport id is 16 bits (wire lbmr-topic-resolution)
 #: How often a pending receiver checks that the writer lives, and a source services its segment at least.
 _LIVENESS_MS: Final = 200
+#: How long a closing receiver-paced source waits for room for its last batch and end of session (s).
+_CLOSE_WAIT_S: Final = 1.0
 
 _host_id: int | None = None
 
@@ -178,7 +180,7 @@ class ShmSourceSession(SourceSessionBase):
         self.pacing = pacing
         self._smx = smx
         self._receiver_paced = pacing == RECEIVER_PACED
-        self._send_record = self.writer.send
+        self._send_record: Callable[[bytes | bytearray], None] = self.writer.send
         self._try_send = self.writer.try_send
         self._service_timer: int | None = None
         self._room_timer: int | None = None
@@ -209,6 +211,9 @@ class ShmSourceSession(SourceSessionBase):
             self.log.info("%s: freed the slots of %d receiver(s) that died", self.writer.path, len(evicted))
         self._wake(wake)
         self._service_timer = self.loop.schedule_timer(min(self._sm_ms, _LIVENESS_MS * 5), self._service)
+
+    def _send_bounded(self, data: bytes | bytearray) -> None:
+        self.writer.send(data, timeout=_CLOSE_WAIT_S)
 
     # -- SourceSessionBase -----------------------------------------------------------------------------
     def _deliver(self, data: bytes | bytearray) -> None:
@@ -363,10 +368,14 @@ class ShmSourceSession(SourceSessionBase):
         if self.closed:
             return
         with self.lock:
+            # A receiver that stopped reading must not hold the close up: what it leaves no room for
+            # within _CLOSE_WAIT_S is dropped (and its receivers see EOS all the same).
+            self._send_record = self._send_bounded
             try:
                 self._flush_locked()
-            except Exception as exc:  # a full receiver-paced ring whose reader stopped: EOS all the same
-                self.log.debug("%s: final flush: %s", self.writer.path, exc)
+            except (OSError, OpenUMError) as exc:
+                self.log.warning("%s: closing: the last batch was not delivered (%s)", self.writer.path, exc)
+                self._blen = 0
         if not self._close_base():
             return
         for timer in (self._service_timer, self._room_timer):
@@ -374,7 +383,7 @@ class ShmSourceSession(SourceSessionBase):
                 self.loop.cancel_timer(timer)
         self._service_timer = self._room_timer = None
         with self.lock:
-            self.writer.close(timeout=0.05 if self._receiver_paced else 0.0)
+            self.writer.close(timeout=_CLOSE_WAIT_S if self._receiver_paced else 0.0)
 
 
 def _power_of_two(value: int, log: Any) -> int:
