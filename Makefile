@@ -8,7 +8,7 @@ STAMP_CORE := $(VENV)/.installed-core
 STAMP_ALL  := $(VENV)/.installed-all
 PYTEST_ARGS ?=
 # The hot-path modules setup.py compiles with mypyc (COMPILED_MODULES in src/openum/_accel.py): when one of
-# them changes, the install is redone so the compiled modules match their source.
+# them (or the list) changes, the install is redone so the compiled modules match their source.
 COMPILED_SRC := $(shell sed -n 's/^    "\(openum[._a-z0-9]*\)",$$/\1/p' src/openum/_accel.py | tr . / | sed 's|^|src/|; s|$$|.py|')
 
 .PHONY: run test pytest fuzz lint typecheck unit system-deps docs clean help
@@ -34,11 +34,11 @@ define install
 	@$(PY) -c 'import openum._accel as a; print("openum:", a.REASON)'
 endef
 
-$(STAMP_CORE): pyproject.toml setup.py $(COMPILED_SRC) | $(VENV)/bin/python
+$(STAMP_CORE): pyproject.toml setup.py src/openum/_accel.py $(COMPILED_SRC) | $(VENV)/bin/python
 	$(call install,.)
 	@touch $@
 
-$(STAMP_ALL): pyproject.toml setup.py $(COMPILED_SRC) | $(VENV)/bin/python
+$(STAMP_ALL): pyproject.toml setup.py src/openum/_accel.py $(COMPILED_SRC) | $(VENV)/bin/python
 	$(call install,$(ALL_EXTRAS))
 	@touch $@ $(STAMP_CORE)
 
