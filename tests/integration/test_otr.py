@@ -10,7 +10,6 @@ arrives in order, the recovered messages flagged ``MsgFlags.OTR``; with OTR off 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,20 +26,6 @@ FAST_OTR = (
     "receiver otr_request_minimum_interval 100",
     "receiver otr_request_maximum_interval 400",
 )
-
-
-@pytest.fixture
-def ports() -> Ports:
-    return Ports.allocate()
-
-
-@pytest.fixture
-def contexts(ports: Ports) -> Iterator[Contexts]:
-    c = Contexts(ports)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _source(ctx: openum.Context, topic: str, transport: str, events: SourceEvents) -> openum.Source:

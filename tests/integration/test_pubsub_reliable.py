@@ -14,7 +14,6 @@ import socket
 import struct
 import sys
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -41,20 +40,6 @@ from tests.integration.pubsub import (
 
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 TRANSPORTS = ("lbtrm", "lbtru")
-
-
-@pytest.fixture
-def ports() -> Ports:
-    return Ports.allocate()
-
-
-@pytest.fixture
-def contexts(ports: Ports) -> Iterator[Contexts]:
-    c = Contexts(ports)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def joined(ctx: openum.Context, transport: str, sessions: int = 1) -> bool:

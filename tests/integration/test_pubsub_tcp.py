@@ -68,11 +68,6 @@ class Harness:
 
 
 @pytest.fixture
-def ports() -> Ports:
-    return Ports.allocate()
-
-
-@pytest.fixture
 def harness(ports: Ports) -> Iterator[Harness]:
     h = Harness(ports)
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,20 +23,6 @@ from tests.integration.pubsub import WAIT, Contexts, Ports, Recorder, SourceEven
 from tests.integration.test_lbmrd_process import free_udp_port
 
 TRANSPORTS = ("tcp", "lbtru", "lbtrm")
-
-
-@pytest.fixture
-def ports() -> Ports:
-    return Ports.allocate()
-
-
-@pytest.fixture
-def contexts(ports: Ports) -> Iterator[Contexts]:
-    c = Contexts(ports)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -40,26 +39,25 @@ from tests.integration.pubsub import (
 DATA, BOS, EOS = MsgType.DATA, MsgType.BOS, MsgType.EOS
 
 
-@pytest.fixture
-def ports() -> Ports:
-    return Ports.allocate()
-
-
-@pytest.fixture
-def contexts(ports: Ports) -> Iterator[Contexts]:
-    c = Contexts(ports)
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def _joined(ctx: openum.Context) -> bool:
     return bool(ctx._subscriptions.sessions)
 
 
 def _segments_of(pid: int) -> list[str]:
     return [s.name for s in list_segments() if s.owner_pid == pid]
+
+
+def _fill_ring(src: openum.Source, first: int) -> int:
+    """Send counters from ``first`` (NONBLOCK) until a receiver-paced ring is full; returns the first
+    counter not sent."""
+    sent = first
+    while sent < first + 100_000:
+        try:
+            src.send(sent.to_bytes(8, "big") + b"r" * 56, SendFlags.NONBLOCK | SendFlags.FLUSH)
+        except WouldBlock:
+            return sent
+        sent += 1
+    raise AssertionError("a receiver-paced ring took 100,000 messages without blocking")
 
 
 def _sending_to_a_receiver(pid: int) -> bool:
@@ -145,19 +143,7 @@ def test_receiver_paced_nonblock_gets_wouldblock_then_wakeup_and_nothing_is_lost
     assert wait_until(lambda: _joined(sub), WAIT)
     src.send((0).to_bytes(8, "big"), SendFlags.FLUSH)
     assert rec.wait_count(1)
-
-    def fill() -> int:
-        """Send until the ring is full; the number of messages sent so far."""
-        sent = 1
-        while sent < 100_000:
-            try:
-                src.send(sent.to_bytes(8, "big") + b"r" * 56, SendFlags.NONBLOCK | SendFlags.FLUSH)
-            except WouldBlock:
-                return sent
-            sent += 1
-        raise AssertionError("a 64 KB receiver-paced ring took 100,000 messages without blocking")
-
-    sent = fill()
+    sent = _fill_ring(src, 1)
     gate.set()
     assert events.wait(SourceEvent.WAKEUP)
     src.send(sent.to_bytes(8, "big"), SendFlags.FLUSH)
@@ -343,13 +329,7 @@ def test_closing_a_receiver_paced_source_is_not_held_up_by_a_receiver_that_stopp
     assert wait_until(lambda: _joined(sub), WAIT)
     src.send(b"first", SendFlags.FLUSH)
     assert rec.wait_count(1)  # the receiver is stuck in its callback from now on
-    for _ in range(100_000):  # fill the ring
-        try:
-            src.send(b"m" * 64, SendFlags.NONBLOCK | SendFlags.FLUSH)
-        except WouldBlock:
-            break
-    else:
-        raise AssertionError("a 64 KB receiver-paced ring took 100,000 messages without blocking")
+    _fill_ring(src, 1)
     src.close()  # returns although the end of session finds no room (the receiver sees the closed header)
     gate.set()
     assert wait_until(lambda: rec.count(EOS) == 1, WAIT), rec.counts

@@ -754,26 +754,7 @@ class Writer:
             if not self._send_slow(data, kind, timeout, True):
                 raise self._timed_out(timeout)
             return
-        q = self._q
-        if self._source_paced:
-            q[_W_RESERVE] = end
-            if tail >= self._next_block:
-                self._index(tail)
-            self._seq += 1
-        off = self._toff
-        self._ring[off + 8 : off + 8 + n] = data
-        self._rq[off >> 3] = n | _DATA_BITS
-        off += size
-        self._toff = 0 if off == self.capacity else off
-        self._tail = end
-        prev = self._wpos
-        self._wpos = end
-        q[_W_WPOS] = end
-        self._records += self._pending + 1
-        self._pending = 0
-        self._publishes += 1
-        if self._npend or q[_W_CTL] != self._ctl:
-            self._after_publish(prev)
+        self._write_published(data, n, size, tail, end)
 
     def try_send(self, data: bytes | bytearray | memoryview, kind: int = DATA) -> bool:
         """:meth:`send` without waiting: False when a receiver-paced ring has no room now."""
@@ -783,6 +764,14 @@ class Writer:
         end = tail + size
         if end > self._fast_end or n > self.max_record or kind != DATA:
             return self._send_slow(data, kind, 0.0, False)
+        self._write_published(data, n, size, tail, end)
+        return True
+
+    def _write_published(
+        self, data: bytes | bytearray | memoryview, n: int, size: int, tail: int, end: int
+    ) -> None:
+        """The fast path of :meth:`send` / :meth:`try_send`: a DATA record of ``n`` bytes (``size`` in the
+        ring) that fits before ``_fast_end``, written at ``tail`` and published with what was acquired."""
         q = self._q
         if self._source_paced:
             q[_W_RESERVE] = end
@@ -803,7 +792,6 @@ class Writer:
         self._publishes += 1
         if self._npend or q[_W_CTL] != self._ctl:
             self._after_publish(prev)
-        return True
 
     def _send_slow(
         self, data: bytes | bytearray | memoryview, kind: int, timeout: float | None, block: bool
