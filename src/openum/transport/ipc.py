@@ -175,7 +175,17 @@ class ShmSourceSession(SourceSessionBase):
                 self.writer.path,
                 self.writer.reclaimed_from_pid,
             )
-        datagram_max = min(datagram_max, self.writer.max_record)
+        if datagram_max > self.writer.max_record:
+            log.warning(
+                "%s: a record of this %d-byte ring holds at most %d bytes: datagrams (and %s) are limited to "
+                "that, not to the %d configured",
+                self.writer.path,
+                capacity,
+                self.writer.max_record,
+                "messages" if smx else "batches",
+                datagram_max,
+            )
+            datagram_max = self.writer.max_record
         super().__init__(loop, log, attrs, datagram_max, ("records_sent",))
         self.pacing = pacing
         self._smx = smx
