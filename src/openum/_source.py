@@ -27,7 +27,7 @@ from openum.protocol.resolution import SourceSpec
 from openum.runtime import EventKind, EventQueue, callback_scope, forbid_in_callback
 from openum.transport._reliable import ReliableSourceStatistics
 from openum.transport._source_session import SourceSessionBase, TopicSender
-from openum.transport.ipc import ShmSourceStatistics
+from openum.transport.ipc import ShmSourceStatistics, SmxSourceSession
 from openum.transport.tcp import TcpSourceStatistics
 from openum.wire import WireError
 from openum.wire.lbmc import PropertiesBlock, Property, TypedValue
@@ -253,21 +253,13 @@ class Source(TopicSender):
         every acquired one.  Waits (spinning) while receivers have not read enough; with
         ``SendFlags.NONBLOCK`` raises :class:`~openum.WouldBlock` instead.  Not thread-safe: the caller
         serialises the sources of one session.  Only on an ``lbtsmx`` source."""
-        if self.closed:
-            raise ClosedError(f"source {self.topic!r} is closed")
         if not isinstance(flags, int) or flags & ~_NONBLOCK:
             raise ValueError(f"buff_acquire() flags {flags!r}: allowed SendFlags.NONE or NONBLOCK")
-        view: memoryview = self.session.acquire(self, length, bool(flags & _NONBLOCK))  # type: ignore[attr-defined]
-        return view
+        return self._smx("buff_acquire").acquire(self, length, bool(flags & _NONBLOCK))
 
     def buffs_complete(self) -> int:
         """Publish every acquired buffer to the receivers (``lbm_src_buffs_complete``); returns how many."""
-        if self.closed:
-            raise ClosedError(f"source {self.topic!r} is closed")
-        if not hasattr(self.session, "acquire"):
-            raise NotSupportedError("buffs_complete is LBT-SMX's zero-copy API; this source is not LBT-SMX")
-        done: int = self.session.complete()  # type: ignore[attr-defined]
-        return done
+        return self._smx("buffs_complete").complete()
 
     def buffs_complete_and_acquire(self, length: int, flags: int = SendFlags.NONE) -> memoryview:
         """:meth:`buffs_complete`, then :meth:`buff_acquire` (``lbm_src_buffs_complete_and_acquire``)."""
@@ -276,12 +268,18 @@ class Source(TopicSender):
 
     def buffs_cancel(self) -> int:
         """Drop the acquired, not yet completed buffers (``lbm_src_buffs_cancel``); returns how many."""
+        return self._smx("buffs_cancel").cancel(self)
+
+    def _smx(self, api: str) -> SmxSourceSession:
+        """The LBT-SMX session of this open source, for its zero-copy ``api``."""
         if self.closed:
             raise ClosedError(f"source {self.topic!r} is closed")
-        if not hasattr(self.session, "acquire"):
-            raise NotSupportedError("buffs_cancel is LBT-SMX's zero-copy API; this source is not LBT-SMX")
-        dropped: int = self.session.cancel(self)  # type: ignore[attr-defined]
-        return dropped
+        session = self.session
+        if not isinstance(session, SmxSourceSession):
+            raise NotSupportedError(
+                f"{api} is LBT-SMX's zero-copy API (UM Concepts Guide 6.5.2); this source is {self.transport}"
+            )
+        return session
 
     @property
     def sequence_number(self) -> int:

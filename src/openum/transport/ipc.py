@@ -63,6 +63,7 @@ __all__ = [
     "ShmSourceSession",
     "ShmSourceStatistics",
     "SmxSessionPool",
+    "SmxSourceSession",
     "host_id",
 ]
 
@@ -188,13 +189,10 @@ class ShmSourceSession(SourceSessionBase):
             datagram_max = self.writer.max_record
         super().__init__(loop, log, attrs, datagram_max, ("records_sent",))
         self.pacing = pacing
-        self._smx = smx
         self._receiver_paced = pacing == RECEIVER_PACED
         self._send_record: Callable[[bytes | bytearray], None] = self.writer.send
-        self._try_send = self.writer.try_send
         self._service_timer: int | None = None
         self._room_timer: int | None = None
-        self._acquired = 0  # SMX zero-copy: messages acquired and not yet completed
         self._acquirer: TopicSender | None = None  # the source that acquired last
         self._acquire_message = self.writer.acquire_message
         self.transport: LbtipcTransport | LbtsmxTransport = (LbtsmxTransport if smx else LbtipcTransport)(
@@ -267,96 +265,6 @@ class ShmSourceSession(SourceSessionBase):
     def transport_info(self) -> Any:
         return self.transport
 
-    def send(
-        self,
-        source: TopicSender,
-        data: bytes | bytearray | memoryview,
-        flush: bool,
-        nonblock: bool,
-        hold: bool,
-        block: Any,
-    ) -> int:
-        if not self._smx:
-            return super().send(source, data, flush, nonblock, hold, block)
-        if block is not None:
-            raise NotSupportedError("LBT-SMX does not carry message properties (UM Concepts Guide 6.5.6)")
-        if len(data) > self.datagram_max - SMX_HEADER:
-            raise ValueError(
-                f"a {len(data)}-byte message does not fit LBT-SMX: at most "
-                f"transport_lbtsmx_datagram_max_size - 16 = {self.datagram_max - SMX_HEADER} bytes "
-                "(LBT-SMX does not fragment)"
-            )
-        # No implicit batching on LBT-SMX: every send is published at once (6.5.3).
-        return super().send(source, data, True, nonblock, False, None)
-
-    def send_with_headers(
-        self,
-        source: TopicSender,
-        data: bytes | bytearray | memoryview,
-        headers: tuple[Any, ...],
-        flush: bool,
-        nonblock: bool,
-        properties: Any,
-    ) -> int:
-        if self._smx:
-            raise NotSupportedError(
-                "LBT-SMX carries plain messages only: no requests, application headers or properties "
-                "(UM Concepts Guide 6.5.6); use LBT-IPC"
-            )
-        return super().send_with_headers(source, data, headers, flush, nonblock, properties)
-
-    # -- the SMX zero-copy API -------------------------------------------------------------------------
-    def acquire(self, source: TopicSender, n: int, nonblock: bool) -> memoryview:
-        """A writable view of ``n`` payload bytes in the ring for ``source``'s next message
-        (``lbm_src_buff_acquire``); published by :meth:`complete`."""
-        if not self._smx:
-            raise NotSupportedError(
-                "buff_acquire is LBT-SMX's zero-copy API (UM Concepts Guide 6.5.2); this source is LBT-IPC"
-            )
-        if n < 0 or n > self.datagram_max - SMX_HEADER:
-            raise ValueError(
-                f"buff_acquire({n}): at most transport_lbtsmx_datagram_max_size - 16 = "
-                f"{self.datagram_max - SMX_HEADER} bytes"
-            )
-        sqn = source._next_sqn
-        view = self._acquire_message(n, source.topic_index, sqn, not nonblock)
-        if view is None:
-            self._stats["blocked"] += 1
-            raise WouldBlock(self._blocked_reason())
-        source._next_sqn = (sqn + 1) & 0xFFFFFFFF
-        self._acquired += 1
-        self._msgs_sent += 1
-        self._bytes_sent += n
-        if self._acquirer is not source:
-            self._acquirer = source
-        return view
-
-    def flush(self) -> None:
-        """Publish what is batched, and on LBT-SMX the acquired buffers too (``lbm_src_flush``: a
-        thread-safe ``lbm_src_buffs_complete``, 6.5.3)."""
-        if self._smx:
-            with self.lock:
-                self.complete()
-        super().flush()
-
-    def complete(self) -> int:
-        """Publish every acquired message (``lbm_src_buffs_complete``); returns how many."""
-        done = self.writer.complete()
-        if done:
-            self._stats["records_sent"] += done
-            if self._acquirer is not None:
-                self._acquirer._last_send_ns = self._now()  # for its TSNIs (8.9)
-        self._acquired = 0
-        return done
-
-    def cancel(self, source: TopicSender) -> int:
-        """Drop the acquired messages (``lbm_src_buffs_cancel``); their sequence numbers are given back."""
-        dropped = self.writer.cancel()
-        source._next_sqn = (source._next_sqn - dropped) & 0xFFFFFFFF
-        self._msgs_sent -= dropped
-        self._acquired = 0
-        return dropped
-
     def statistics(self) -> ShmSourceStatistics:
         with self.lock:
             w = self.writer.statistics()
@@ -394,6 +302,89 @@ class ShmSourceSession(SourceSessionBase):
         self._service_timer = self._room_timer = None
         with self.lock:
             self.writer.close(timeout=_CLOSE_WAIT_S if self._receiver_paced else 0.0)
+
+
+class SmxSourceSession(ShmSourceSession):
+    """An LBT-SMX source session: every message published at once, no fragments, properties or
+    requests, and the zero-copy API (UM Concepts Guide 6.5.2-6.5.6)."""
+
+    def send(
+        self,
+        source: TopicSender,
+        data: bytes | bytearray | memoryview,
+        flush: bool,
+        nonblock: bool,
+        hold: bool,
+        block: Any,
+    ) -> int:
+        if block is not None:
+            raise NotSupportedError("LBT-SMX does not carry message properties (UM Concepts Guide 6.5.6)")
+        if len(data) > self.datagram_max - SMX_HEADER:
+            raise ValueError(
+                f"a {len(data)}-byte message does not fit LBT-SMX: at most "
+                f"transport_lbtsmx_datagram_max_size - 16 = {self.datagram_max - SMX_HEADER} bytes "
+                "(LBT-SMX does not fragment)"
+            )
+        # No implicit batching on LBT-SMX: every send is published at once (6.5.3).
+        return super().send(source, data, True, nonblock, False, None)
+
+    def send_with_headers(
+        self,
+        source: TopicSender,
+        data: bytes | bytearray | memoryview,
+        headers: tuple[Any, ...],
+        flush: bool,
+        nonblock: bool,
+        properties: Any,
+    ) -> int:
+        raise NotSupportedError(
+            "LBT-SMX carries plain messages only: no requests, application headers or properties "
+            "(UM Concepts Guide 6.5.6); use LBT-IPC"
+        )
+
+    # -- the SMX zero-copy API -------------------------------------------------------------------------
+    def acquire(self, source: TopicSender, n: int, nonblock: bool) -> memoryview:
+        """A writable view of ``n`` payload bytes in the ring for ``source``'s next message
+        (``lbm_src_buff_acquire``); published by :meth:`complete`."""
+        if n < 0 or n > self.datagram_max - SMX_HEADER:
+            raise ValueError(
+                f"buff_acquire({n}): at most transport_lbtsmx_datagram_max_size - 16 = "
+                f"{self.datagram_max - SMX_HEADER} bytes"
+            )
+        sqn = source._next_sqn
+        view = self._acquire_message(n, source.topic_index, sqn, not nonblock)
+        if view is None:
+            self._stats["blocked"] += 1
+            raise WouldBlock(self._blocked_reason())
+        source._next_sqn = (sqn + 1) & 0xFFFFFFFF
+        self._msgs_sent += 1
+        self._bytes_sent += n
+        if self._acquirer is not source:
+            self._acquirer = source
+        return view
+
+    def flush(self) -> None:
+        """Publish the acquired buffers and what is held (``lbm_src_flush``: a thread-safe
+        ``lbm_src_buffs_complete``, 6.5.3)."""
+        with self.lock:
+            self.complete()
+        super().flush()
+
+    def complete(self) -> int:
+        """Publish every acquired message (``lbm_src_buffs_complete``); returns how many."""
+        done = self.writer.complete()
+        if done:
+            self._stats["records_sent"] += done
+            if self._acquirer is not None:
+                self._acquirer._last_send_ns = self._now()  # for its TSNIs (8.9)
+        return done
+
+    def cancel(self, source: TopicSender) -> int:
+        """Drop the acquired messages (``lbm_src_buffs_cancel``); their sequence numbers are given back."""
+        dropped = self.writer.cancel()
+        source._next_sqn = (source._next_sqn - dropped) & 0xFFFFFFFF
+        self._msgs_sent -= dropped
+        return dropped
 
 
 def _power_of_two(value: int, log: Any) -> int:
@@ -437,7 +428,7 @@ class _ShmPool(PortSessionPool[ShmSourceSession]):
         )
 
     def _open(self, attrs: SourceAttributes, port: int) -> ShmSourceSession:
-        session = ShmSourceSession(
+        session = (SmxSourceSession if self.TRANSPORT_KIND == KIND_SMX else ShmSourceSession)(
             self.loop,
             self.log,
             attrs.copy(),

@@ -1348,19 +1348,24 @@ class Writer:
         os.close(self._fd)
 
     def _release_views(self) -> None:
-        for view in ("_rq", "_ring", "_q", "_mv"):
-            v = getattr(self, view, None)
-            if v is not None:
-                try:
-                    v.release()
-                except BufferError:
-                    pass
+        _release_views(self, ("_rq", "_ring", "_q", "_mv"))
 
     def __enter__(self) -> Writer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _release_views(owner: object, names: tuple[str, ...]) -> None:
+    """Release ``owner``'s memoryviews of the mapping (one still exported elsewhere stays valid)."""
+    for name in names:
+        view = getattr(owner, name, None)
+        if view is not None:
+            try:
+                view.release()
+            except BufferError:
+                pass
 
 
 def _check_kind(kind: int) -> None:
@@ -2168,13 +2173,7 @@ class Reader:
         self._closed = True
         if self._sock is not None:
             self._sock.close()
-        for view in ("_rq", "_ring", "_h16", "_q", "_mv"):
-            v = getattr(self, view, None)
-            if v is not None:
-                try:
-                    v.release()
-                except BufferError:
-                    pass
+        _release_views(self, ("_rq", "_ring", "_h16", "_q", "_mv"))
         if self._mm is not None:
             try:
                 self._mm.close()
