@@ -28,17 +28,49 @@ FAST_OTR = (
 )
 
 
-def _source(ctx: openum.Context, topic: str, transport: str, events: SourceEvents) -> openum.Source:
-    return ctx.create_source(
-        topic,
-        attrs={
-            "transport": transport,
-            "late_join": 1,
-            "retransmit_retention_size_threshold": 16 * 1024 * 1024,
-            "retransmit_retention_size_limit": 32 * 1024 * 1024,
-        },
-        event_callback=events,
-    )
+#: A late-join source that retains every message of these tests.
+RETAIN_ALL = {
+    "retransmit_retention_size_threshold": 16 * 1024 * 1024,
+    "retransmit_retention_size_limit": 32 << 20,
+}
+
+
+def _source(
+    ctx: openum.Context,
+    topic: str,
+    transport: str,
+    events: SourceEvents,
+    retention: dict[str, int] | None = None,
+) -> openum.Source:
+    attrs = {"transport": transport, "late_join": 1, **(RETAIN_ALL if retention is None else retention)}
+    return ctx.create_source(topic, attrs=attrs, event_callback=events)
+
+
+def _lossy(
+    contexts: Contexts,
+    monkeypatch: pytest.MonkeyPatch,
+    topic: str,
+    transport: str,
+    drop: str,
+    *receiver_options: str,
+    wildcard: bool = False,
+    retention: dict[str, int] | None = None,
+) -> tuple[openum.Context, openum.Context, Recorder, openum.Source]:
+    """A source context, and a receiving one whose data sockets lose ``drop`` (``OPENUM_TEST_DROP``)
+    with NAKs off and ``receiver_options``; a receiver (``wildcard``: of ``^otr/``) and a late-join
+    source of ``topic``, ready to send.  Returns (source context, receiving context, recorder, source)."""
+    events = SourceEvents()
+    src_ctx = contexts.new()
+    monkeypatch.setenv("OPENUM_TEST_DROP", drop)
+    rcv_ctx = contexts.new(*receiver_options, *_no_naks(transport))
+    rec = Recorder()
+    if wildcard:
+        rcv_ctx.create_wildcard_receiver("^otr/", rec)
+    else:
+        rcv_ctx.create_receiver(topic, rec)
+    src = _source(src_ctx, topic, transport, events, retention)
+    assert _ready(rcv_ctx, transport, events)
+    return src_ctx, rcv_ctx, rec, src
 
 
 def _no_naks(transport: str) -> tuple[str, ...]:
@@ -60,18 +92,10 @@ def test_otr_recovers_what_the_transport_could_not_repair(
     ports: Ports, contexts: Contexts, transport: str, wildcard: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     count = 2000
-    topic = f"otr/{transport}"
-    events = SourceEvents()
-    src_ctx = contexts.new()
-    monkeypatch.setenv("OPENUM_TEST_DROP", "0.2:25")  # the receiving context's data sockets lose 20%
-    rcv_ctx = contexts.new("receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, *_no_naks(transport))
-    rec = Recorder()
-    if wildcard:
-        rcv_ctx.create_wildcard_receiver("^otr/", rec)
-    else:
-        rcv_ctx.create_receiver(topic, rec)
-    src = _source(src_ctx, topic, transport, events)
-    assert _ready(rcv_ctx, transport, events)
+    src_ctx, rcv_ctx, rec, src = _lossy(  # the receiving context's data sockets lose 20%
+        contexts, monkeypatch, f"otr/{transport}", transport, "0.2:25",
+        "receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, wildcard=wildcard,
+    )  # fmt: skip
     for i in range(count):
         src.send(i.to_bytes(8, "big") + b"o" * 56)
     src.flush()
@@ -91,15 +115,9 @@ def test_with_otr_off_the_loss_is_reported(
     ports: Ports, contexts: Contexts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     count = 1000
-    topic = "otr/off"
-    events = SourceEvents()
-    src_ctx = contexts.new()
-    monkeypatch.setenv("OPENUM_TEST_DROP", "0.2:26")
-    rcv_ctx = contexts.new("receiver use_otr 0", "receiver use_late_join 0", *_no_naks("lbtrm"))
-    rec = Recorder()
-    rcv_ctx.create_receiver(topic, rec)
-    src = _source(src_ctx, topic, "lbtrm", events)
-    assert _ready(rcv_ctx, "lbtrm", events)
+    _, rcv_ctx, rec, src = _lossy(
+        contexts, monkeypatch, "otr/off", "lbtrm", "0.2:26", "receiver use_otr 0", "receiver use_late_join 0"
+    )
     for i in range(count):
         src.send(i.to_bytes(8, "big") + b"o" * 56)
     src.flush()
@@ -188,16 +206,11 @@ def test_only_what_the_source_no_longer_retains_is_reported_lost(
     ports: Ports, contexts: Contexts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     count = 300
-    topic = "otr/gone"
-    events = SourceEvents()
-    src_ctx = contexts.new()
-    monkeypatch.setenv("OPENUM_TEST_DROP", "0.3:27")
-    rcv_ctx = contexts.new("receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, *_no_naks("lbtrm"))
-    rec = Recorder()
-    rcv_ctx.create_receiver(topic, rec)
     # Retention thresholds 0: the source keeps only its latest message (UM Concepts Guide 10.2.4).
-    src = src_ctx.create_source(topic, attrs={"transport": "lbtrm", "late_join": 1}, event_callback=events)
-    assert _ready(rcv_ctx, "lbtrm", events)
+    _, rcv_ctx, rec, src = _lossy(
+        contexts, monkeypatch, "otr/gone", "lbtrm", "0.3:27",
+        "receiver use_otr 1", "receiver use_late_join 0", *FAST_OTR, retention={},
+    )  # fmt: skip
     for i in range(count):
         src.send(i.to_bytes(8, "big"), openum.SendFlags.FLUSH)
 
